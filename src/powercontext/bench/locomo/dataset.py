@@ -1,0 +1,319 @@
+"""Load LoCoMo conversations (the official `locomo10.json` format) into typed records.
+
+The published file has quirks; each is normalised where the intent is unambiguous and counted
+in `DatasetIssues` either way, so a report can say exactly what was scored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CATEGORY_NAMES: dict[int, str] = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
+}
+"""The mapping of the authors' evaluation code; other harnesses number these differently."""
+
+SCORED_CATEGORIES: tuple[int, ...] = (1, 2, 3, 4)
+"""Categories averaged into "overall": category 5 has no answer to retrieve evidence for."""
+
+_SESSION_KEY = re.compile(r"session_(\d+)")
+_DATE_KEY = re.compile(r"session_(\d+)_date_time")
+_EVIDENCE_ID = re.compile(r"D\s*(\d+)\s*:\s*(\d+)")
+_EVIDENCE_SEPARATORS = re.compile(r"[;,\s]+")
+
+
+class DatasetError(ValueError):
+    """The file is not in the LoCoMo format (as opposed to a quirk that can be counted)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    dia_id: str
+    session: int
+    position: int
+    """0-based position of the turn inside its session."""
+    speaker: str
+    text: str
+    caption: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    number: int
+    date_time: str | None
+    turns: tuple[Turn, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class QAItem:
+    index: int
+    """Position of the item in the sample's `qa` list: its stable id within the conversation."""
+    question: str
+    category: int
+    answer: str | None
+    """None for adversarial items that only carry `adversarial_answer`."""
+    adversarial_answer: str | None
+    evidence: tuple[str, ...]
+    """Canonical dia ids that exist in the conversation, in the file's order, deduplicated."""
+    raw_evidence: tuple[str, ...]
+
+    @property
+    def category_name(self) -> str:
+        return CATEGORY_NAMES.get(self.category, f"category-{self.category}")
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    sample_id: str
+    speaker_a: str
+    speaker_b: str
+    sessions: tuple[Session, ...]
+    qa: tuple[QAItem, ...]
+    turns_by_id: dict[str, Turn] = field(repr=False)
+
+    @property
+    def turn_count(self) -> int:
+        return sum(len(session.turns) for session in self.sessions)
+
+    def session(self, number: int) -> Session | None:
+        for session in self.sessions:
+            if session.number == number:
+                return session
+        return None
+
+
+@dataclass(slots=True)
+class DatasetIssues:
+    """Counts of every quirk met while loading, with a few examples of each for the report."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def note(self, kind: str, example: str, limit: int = 5) -> None:
+        self.counts[kind] += 1
+        shown = self.examples.setdefault(kind, [])
+        if len(shown) < limit:
+            shown.append(example)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "counts": dict(sorted(self.counts.items())),
+            "examples": {kind: list(values) for kind, values in sorted(self.examples.items())},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    source: str
+    sha256: str
+    conversations: tuple[Conversation, ...]
+    issues: DatasetIssues
+
+    @property
+    def question_count(self) -> int:
+        return sum(len(conversation.qa) for conversation in self.conversations)
+
+
+def load_dataset(path: Path | str) -> Dataset:
+    path = Path(path)
+    try:
+        payload = path.read_bytes()
+    except OSError as exc:
+        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        raw = json.loads(payload)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path} is not JSON: {exc}") from exc
+    return parse_dataset(raw, source=str(path), sha256=hashlib.sha256(payload).hexdigest())
+
+
+def parse_dataset(raw: Any, *, source: str = "<memory>", sha256: str = "") -> Dataset:
+    if not isinstance(raw, list) or not raw:
+        raise DatasetError("a LoCoMo file is a non-empty JSON list of samples")
+    issues = DatasetIssues()
+    conversations = []
+    seen: set[str] = set()
+    for number, sample in enumerate(raw):
+        conversation = _parse_sample(sample, number, issues)
+        if conversation.sample_id in seen:
+            raise DatasetError(f"sample_id {conversation.sample_id!r} occurs twice")
+        seen.add(conversation.sample_id)
+        conversations.append(conversation)
+    return Dataset(
+        source=source, sha256=sha256, conversations=tuple(conversations), issues=issues
+    )
+
+
+def _parse_sample(sample: Any, number: int, issues: DatasetIssues) -> Conversation:
+    if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
+        raise DatasetError(f"sample {number} has no `conversation` object")
+    sample_id = str(sample.get("sample_id") or f"sample-{number}")
+    body: dict[str, Any] = sample["conversation"]
+    sessions = _parse_sessions(sample_id, body, issues)
+    turns_by_id: dict[str, Turn] = {}
+    for session in sessions:
+        for turn in session.turns:
+            if turn.dia_id in turns_by_id:
+                issues.note("duplicate_dia_id", f"{sample_id} {turn.dia_id}")
+                continue
+            turns_by_id[turn.dia_id] = turn
+    raw_qa = sample.get("qa", [])
+    if not isinstance(raw_qa, list):
+        raise DatasetError(f"{sample_id}: `qa` must be a list")
+    qa = tuple(
+        item
+        for index, entry in enumerate(raw_qa)
+        if (item := _parse_qa(sample_id, index, entry, turns_by_id, issues)) is not None
+    )
+    return Conversation(
+        sample_id=sample_id,
+        speaker_a=str(body.get("speaker_a", "")),
+        speaker_b=str(body.get("speaker_b", "")),
+        sessions=sessions,
+        qa=qa,
+        turns_by_id=turns_by_id,
+    )
+
+
+def _parse_sessions(sample_id: str, body: dict[str, Any], issues: DatasetIssues) -> tuple[Session, ...]:
+    numbers = sorted(
+        int(match.group(1))
+        for key, value in body.items()
+        if (match := _SESSION_KEY.fullmatch(key)) and isinstance(value, list)
+    )
+    if not numbers:
+        raise DatasetError(f"{sample_id}: no `session_N` turn lists")
+    dated = {int(match.group(1)) for key in body if (match := _DATE_KEY.fullmatch(key))}
+    for orphan in sorted(dated - set(numbers)):
+        issues.note("session_date_without_session", f"{sample_id} session_{orphan}_date_time")
+    sessions = []
+    for number in numbers:
+        date_time = body.get(f"session_{number}_date_time")
+        if not date_time:
+            issues.note("session_without_date", f"{sample_id} session_{number}")
+        turns = []
+        for position, raw in enumerate(body[f"session_{number}"]):
+            turn = _parse_turn(sample_id, number, position, raw, issues)
+            if turn is not None:
+                turns.append(turn)
+        sessions.append(
+            Session(number=number, date_time=str(date_time) if date_time else None, turns=tuple(turns))
+        )
+    return tuple(sessions)
+
+
+def _parse_turn(
+    sample_id: str, session: int, position: int, raw: Any, issues: DatasetIssues
+) -> Turn | None:
+    where = f"{sample_id} session_{session}[{position}]"
+    if not isinstance(raw, dict) or not raw.get("dia_id"):
+        issues.note("turn_without_dia_id", where)
+        return None
+    text = str(raw.get("text") or "").strip()
+    caption = str(raw.get("blip_caption") or "").strip() or None
+    if not text and caption is None:
+        issues.note("turn_without_text", f"{where} {raw['dia_id']}")
+        return None
+    return Turn(
+        dia_id=canonical_dia_id(str(raw["dia_id"])) or str(raw["dia_id"]),
+        session=session,
+        position=position,
+        speaker=str(raw.get("speaker") or "unknown"),
+        text=text,
+        caption=caption,
+    )
+
+
+def _parse_qa(
+    sample_id: str, index: int, raw: Any, turns_by_id: dict[str, Turn], issues: DatasetIssues
+) -> QAItem | None:
+    where = f"{sample_id} qa[{index}]"
+    if not isinstance(raw, dict) or not str(raw.get("question") or "").strip():
+        issues.note("qa_without_question", where)
+        return None
+    category = raw.get("category")
+    if not isinstance(category, int) or category not in CATEGORY_NAMES:
+        issues.note("qa_unknown_category", f"{where} category={category!r}")
+        return None
+    answer = _answer_text(raw.get("answer"), where, "answer", issues)
+    adversarial = _answer_text(raw.get("adversarial_answer"), where, "adversarial_answer", issues)
+    if answer is None:
+        if category == 5:
+            issues.note("adversarial_without_answer", where)
+        else:
+            issues.note("qa_without_answer", where)
+    raw_evidence = raw.get("evidence") or []
+    if not isinstance(raw_evidence, list):
+        raw_evidence = [raw_evidence]
+    evidence = normalize_evidence(
+        [str(item) for item in raw_evidence], set(turns_by_id), issues, where
+    )
+    if not raw_evidence:
+        issues.note("qa_without_evidence", where)
+    elif not evidence:
+        issues.note("qa_evidence_all_invalid", where)
+    return QAItem(
+        index=index,
+        question=str(raw["question"]).strip(),
+        category=category,
+        answer=answer,
+        adversarial_answer=adversarial,
+        evidence=evidence,
+        raw_evidence=tuple(str(item) for item in raw_evidence),
+    )
+
+
+def _answer_text(value: Any, where: str, key: str, issues: DatasetIssues) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str):
+        # A few gold answers are JSON numbers (years, counts); they are scored as text.
+        issues.note(f"non_string_{key}", f"{where} {value!r}")
+        return str(value)
+    return value.strip() or None
+
+
+def canonical_dia_id(value: str) -> str | None:
+    """`D30:05` -> `D30:5`; None when the value is not one dia id."""
+    match = _EVIDENCE_ID.fullmatch(value.strip())
+    if match is None:
+        return None
+    return f"D{int(match.group(1))}:{int(match.group(2))}"
+
+
+def normalize_evidence(
+    raw: list[str], known: set[str], issues: DatasetIssues, where: str
+) -> tuple[str, ...]:
+    """Split joined ids, canonicalise padding, drop ids that are unparseable or unknown."""
+    kept: list[str] = []
+    for item in raw:
+        parts = [part for part in _EVIDENCE_SEPARATORS.split(item.strip()) if part]
+        if len(parts) > 1 and all(_EVIDENCE_ID.fullmatch(part) for part in parts):
+            issues.note("evidence_split", f"{where} {item!r}")
+        else:
+            parts = [item]
+        for part in parts:
+            canonical = canonical_dia_id(part)
+            if canonical is None:
+                issues.note("evidence_unparseable", f"{where} {part!r}")
+                continue
+            if canonical != part:
+                issues.note("evidence_reformatted", f"{where} {part!r} -> {canonical}")
+            if canonical not in known:
+                issues.note("evidence_unknown_id", f"{where} {canonical}")
+                continue
+            if canonical in kept:
+                issues.note("evidence_duplicate", f"{where} {canonical}")
+                continue
+            kept.append(canonical)
+    return tuple(kept)

@@ -1,0 +1,158 @@
+"""ServerSettings: every knob, read from POWERCONTEXT_SERVER_<GROUP>_<FIELD> and `.env`.
+
+An invalid value raises ConfigurationError naming the environment variable to fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from powercontext.memory.errors import ConfigurationError
+
+ENV_PREFIX = "POWERCONTEXT_SERVER_"
+HOME_VARIABLE = "POWERCONTEXT_HOME"
+
+
+def env_name(*loc: str | int) -> str:
+    return ENV_PREFIX + "_".join(str(part) for part in loc).upper()
+
+
+def data_home() -> Path:
+    """POWERCONTEXT_HOME, else the platform's user data directory."""
+    configured = os.environ.get(HOME_VARIABLE)
+    return Path(configured) if configured else Path(platformdirs.user_data_dir("powercontext"))
+
+
+class _Group(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class RuntimeConfig(_Group):
+    memory_rerank_enabled: bool = False
+    memory_rerank_candidate_limit: int = Field(default=30, ge=1, le=100)
+    memory_rerank_max_candidate_chars: int = Field(default=1200, ge=64, le=32768)
+    """Per-candidate text budget in the rerank prompt; longer entries are cut and traced."""
+    search_min_similarity: float = Field(default=0.3, ge=-1.0, le=1.0)
+    search_rrf_k: int = Field(default=60, ge=1, le=10_000)
+    search_rrf_weight_fts: float = Field(default=1.0, ge=0.0, le=100.0)
+    search_rrf_weight_vector: float = Field(default=1.0, ge=0.0, le=100.0)
+    analyzer_language: str | None = "english"
+    """Snowball stemmer language (`none` disables stemming)."""
+    analyzer_drop_query_stopwords: bool = False
+    max_batch_entries: int = Field(default=50_000, ge=1, le=1_000_000)
+    embedding_batch_size: int = Field(default=64, ge=1, le=4096)
+
+    @field_validator("analyzer_language", mode="before")
+    @classmethod
+    def _none_language(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("", "none", "off"):
+            return None
+        return value
+
+    @field_validator("analyzer_language")
+    @classmethod
+    def _known_language(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        import Stemmer
+
+        if value not in Stemmer.algorithms():
+            raise ValueError(
+                f"unknown stemmer language {value!r}; use one of {Stemmer.algorithms()}"
+            )
+        return value
+
+
+class InferenceConfig(_Group):
+    embedding_model: str = "auto"
+    """`auto` (the local model when installed, else none), `none`, `local:all-minilm-l6-v2`,
+    or any pydantic-ai embedding model string such as `openai:text-embedding-3-small`."""
+    generation_model: str | None = None
+    generation_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    generation_max_requests: int = Field(default=2, ge=1, le=20)
+
+    @field_validator("generation_model", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
+
+
+class DatabaseConfig(_Group):
+    url: str | None = None
+    """`sqlite:///path.db`, `sqlite:///:memory:` or `postgresql://...`; default a SQLite file
+    under POWERCONTEXT_HOME."""
+
+    @field_validator("url")
+    @classmethod
+    def _known_scheme(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith(("sqlite:///", "postgresql://", "postgres://")):
+            raise ValueError("use sqlite:///PATH or postgresql://...")
+        return value
+
+    def resolved_url(self) -> str:
+        if self.url:
+            return self.url
+        return f"sqlite:///{data_home() / 'powercontext.db'}"
+
+
+class HttpConfig(_Group):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    auth_enabled: bool | None = None
+    """None: on when API keys are configured."""
+    api_keys: SecretStr | None = None
+    """JSON object: {"<key>": ["scope-a", "scope-b"] or ["*"]}."""
+    api_keys_file: Path | None = None
+    allow_unauthenticated_public_bind: bool = False
+    max_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+
+    @field_validator("api_keys")
+    @classmethod
+    def _keys_are_json(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            parsed = json.loads(value.get_secret_value())
+            if not isinstance(parsed, dict):
+                raise ValueError('must be a JSON object like {"key": ["scope"]}')
+        return value
+
+
+class ServerSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="_",
+        env_nested_max_split=1,
+        env_file=".env",
+        extra="ignore",
+        validate_default=True,
+    )
+
+    runtime: RuntimeConfig = RuntimeConfig()
+    inference: InferenceConfig = InferenceConfig()
+    database: DatabaseConfig = DatabaseConfig()
+    http: HttpConfig = HttpConfig()
+    log_format: Literal["json", "text"] = "text"
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise ConfigurationError(describe_validation_error(exc)) from exc
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        loc = [part for part in error["loc"] if isinstance(part, str)]
+        problems.append(f"{env_name(*loc)}: {error['msg']}")
+    return "invalid configuration: " + "; ".join(problems)

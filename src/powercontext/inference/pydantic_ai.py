@@ -1,0 +1,318 @@
+"""Pydantic AI adapters: the listwise reranker and remote embedding models.
+
+The only module of PowerContext that imports pydantic_ai. Everything that leaves it is a
+domain type (MemoryRerankDecision, EmbeddingProfile) or a domain error: provider exceptions are
+mapped fail-closed, chained for debugging, and never quoted, because a provider's error body can
+echo the prompt, which holds memory text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final, Literal
+
+from pydantic import BaseModel, Field, StrictInt
+from pydantic_ai import (
+    Agent,
+    AgentRunError,
+    ConcurrencyLimitExceeded,
+    ModelAPIError,
+    ModelConnectionError,
+    ModelHTTPError,
+    ModelRequestTimeout,
+    ModelTimeoutError,
+    ToolOutput,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
+    UsageLimits,
+    UserError,
+)
+from pydantic_ai.embeddings import EmbeddingModel as PydanticAIEmbedder
+from pydantic_ai.embeddings import infer_embedding_model
+from pydantic_ai.models import Model, infer_model
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.usage import RunUsage
+
+from powercontext.config import env_name
+from powercontext.memory.errors import (
+    ConfigurationError,
+    InferenceError,
+    InferenceTimeoutError,
+    InferenceUnavailableError,
+    InvalidInferenceOutputError,
+)
+from powercontext.memory.models import (
+    EmbeddingProfile,
+    InferenceUsage,
+    MemoryHit,
+    MemoryRerankDecision,
+)
+from powercontext.memory.rerank.listwise import (
+    LISTWISE_INSTRUCTIONS,
+    POLICY_ID,
+    build_listwise_prompt,
+)
+
+if TYPE_CHECKING:
+    from powercontext.config import ServerSettings
+
+OUTPUT_TOOL_NAME: Final = "select_ranks"
+
+
+class RankSelection(BaseModel):
+    """The only output the reranker accepts: integer ranks. `"3"`, `3.0` or `true` are invalid,
+    so the model is asked again rather than having its answer guessed."""
+
+    ranks: list[StrictInt] = Field(
+        description=(
+            "Ranks of the selected candidates, best first, each at most once; "
+            "at most max_results; empty when no candidate is relevant."
+        )
+    )
+
+
+def _run_usage(usage: RunUsage) -> InferenceUsage:
+    # RunUsage reports 0 for tokens a provider never sent; a real request always has input
+    # tokens, so all-zero token counts mean "not reported", which the portable usage says as None.
+    reported = usage.input_tokens > 0 or usage.output_tokens > 0
+    return InferenceUsage(
+        requests=usage.requests,
+        input_tokens=usage.input_tokens if reported else None,
+        output_tokens=usage.output_tokens if reported else None,
+    )
+
+
+def map_inference_error(exc: BaseException, *, operation: str) -> InferenceError | None:
+    """The domain error for a failure of `operation`, or None when `exc` is not an inference
+    failure (a programming error should surface as itself).
+
+    Messages name the error class and, for HTTP errors, the status code: never the body.
+    """
+    kind = type(exc).__name__
+    if isinstance(exc, TimeoutError | ModelTimeoutError | ModelRequestTimeout):
+        return InferenceTimeoutError(f"{operation} timed out ({kind})")
+    if isinstance(exc, ModelHTTPError):
+        return InferenceUnavailableError(
+            f"{operation} failed: the provider answered HTTP {exc.status_code} ({kind})"
+        )
+    if isinstance(exc, ModelConnectionError | ModelAPIError | ConcurrencyLimitExceeded):
+        return InferenceUnavailableError(
+            f"{operation} failed: the provider is unavailable ({kind})"
+        )
+    if isinstance(exc, UnexpectedModelBehavior | UsageLimitExceeded):
+        return InvalidInferenceOutputError(
+            f"{operation} failed: the model gave no valid output within the allowed requests "
+            f"({kind})"
+        )
+    if isinstance(exc, AgentRunError | UserError):
+        return InferenceUnavailableError(f"{operation} failed: the model cannot serve it ({kind})")
+    return None
+
+
+def _resolve_model(model: str | Model) -> Model:
+    if isinstance(model, Model):
+        return model
+    try:
+        return infer_model(model)
+    except (UserError, ValueError, ImportError) as exc:
+        # UserError messages are pydantic-ai's own (unknown provider, missing API key): safe.
+        raise ConfigurationError(
+            f"{env_name('inference', 'generation_model')}={model!r} cannot be used: {exc}"
+        ) from exc
+
+
+class PydanticAIListwiseReranker:
+    """The policy `powercontext.memory.rerank.listwise.v1` over any pydantic-ai chat model.
+
+    One agent run per rerank: at most `max_requests` model requests (the first plus retries for
+    invalid output), bounded as a whole by `timeout_seconds`. The provider SDK's own retries are
+    off so the request bound is real and a rate limit fails fast; callers may retry the
+    idempotent search. Ranks are returned exactly as the model gave them: the Memory service
+    normalizes the output of every reranker the same way.
+    """
+
+    policy_id: str = POLICY_ID
+
+    def __init__(
+        self,
+        model: str | Model,
+        *,
+        timeout_seconds: float,
+        max_requests: int,
+        max_candidate_chars: int = 1200,
+    ) -> None:
+        if not (timeout_seconds > 0 and math.isfinite(timeout_seconds)):
+            raise ValueError("timeout_seconds must be a positive number")
+        if max_requests < 1:
+            raise ValueError("max_requests must be at least 1")
+        self.timeout_seconds = timeout_seconds
+        self.max_requests = max_requests
+        self.max_candidate_chars = max_candidate_chars
+        self.model = _resolve_model(model)
+        self._usage_limits = UsageLimits(request_limit=max_requests)
+        self._agent: Agent[None, RankSelection] = Agent(
+            self.model,
+            output_type=ToolOutput(
+                RankSelection,
+                name=OUTPUT_TOOL_NAME,
+                description="Submit the ranks of the selected candidates, best first.",
+            ),
+            instructions=LISTWISE_INSTRUCTIONS,
+            model_settings=ModelSettings(temperature=0.0, timeout=timeout_seconds, max_retries=0),
+            retries={"output": max_requests - 1, "tools": 0},
+            name="powercontext-listwise-rerank",
+        )
+
+    async def rerank(
+        self, query: str, candidates: tuple[MemoryHit, ...], limit: int
+    ) -> MemoryRerankDecision:
+        if not candidates:
+            return MemoryRerankDecision(selected_ranks=())
+        prompt = build_listwise_prompt(query, candidates, limit, self.max_candidate_chars)
+        try:
+            async with asyncio.timeout(self.timeout_seconds):
+                result = await self._agent.run(prompt.text, usage_limits=self._usage_limits)
+        except Exception as exc:
+            mapped = map_inference_error(exc, operation="memory rerank")
+            if mapped is None:
+                raise
+            raise mapped from exc
+        return MemoryRerankDecision(
+            selected_ranks=tuple(result.output.ranks),
+            usage=_run_usage(result.usage),
+            truncated_ranks=prompt.truncated_ranks,
+        )
+
+
+def build_generation_reranker(settings: ServerSettings) -> PydanticAIListwiseReranker:
+    """The built-in reranker from `POWERCONTEXT_SERVER_INFERENCE_GENERATION_*` settings."""
+    inference = settings.inference
+    if inference.generation_model is None:
+        raise ConfigurationError(
+            f"the listwise reranker needs {env_name('inference', 'generation_model')} "
+            "(a pydantic-ai provider:model-name string)"
+        )
+    return PydanticAIListwiseReranker(
+        inference.generation_model,
+        timeout_seconds=inference.generation_timeout_seconds,
+        max_requests=inference.generation_max_requests,
+        max_candidate_chars=settings.runtime.memory_rerank_max_candidate_chars,
+    )
+
+
+KNOWN_EMBEDDING_DIMENSIONS: Final[dict[str, int]] = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+"""Native dimensions of common models, so their profile is known without a probe request."""
+
+
+class PydanticAIEmbeddingModel:
+    """An EmbeddingModel over pydantic-ai's embeddings API (`openai:`, `ollama:`, `cohere:`...).
+
+    The profile id is the spec string itself: a different model is a different vector space.
+    The dimension comes from `dimension`, else from the table of known models, else from the
+    first embedding call. Until then `profile` raises; `await ensure_profile()` makes one probe
+    request so a runtime can learn it at startup.
+    """
+
+    def __init__(
+        self,
+        spec: str | PydanticAIEmbedder,
+        *,
+        dimension: int | None = None,
+        timeout_seconds: float = 60.0,
+    ) -> None:
+        if not (timeout_seconds > 0 and math.isfinite(timeout_seconds)):
+            raise ValueError("timeout_seconds must be a positive number")
+        if isinstance(spec, str):
+            self.profile_id = spec
+            try:
+                self.model = infer_embedding_model(spec)
+            except (UserError, ValueError, ImportError) as exc:
+                raise ConfigurationError(
+                    f"{env_name('inference', 'embedding_model')}={spec!r} cannot be used: {exc}"
+                ) from exc
+        else:
+            self.model = spec
+            self.profile_id = f"{spec.system}:{spec.model_name}"
+        if dimension is None:
+            dimension = KNOWN_EMBEDDING_DIMENSIONS.get(self.model.model_name)
+        self.timeout_seconds = timeout_seconds
+        self._profile: EmbeddingProfile | None = (
+            None if dimension is None else self._make_profile(dimension)
+        )
+        self._probe_lock = asyncio.Lock()
+
+    def _make_profile(self, dimension: int) -> EmbeddingProfile:
+        return EmbeddingProfile(profile_id=self.profile_id, dimension=dimension)
+
+    @property
+    def profile(self) -> EmbeddingProfile:
+        if self._profile is None:
+            raise ConfigurationError(
+                f"the dimension of embedding model {self.profile_id!r} is not known yet: await "
+                "ensure_profile() once, or pass dimension="
+            )
+        return self._profile
+
+    @profile.setter
+    def profile(self, value: EmbeddingProfile) -> None:
+        self._profile = value
+
+    async def ensure_profile(self) -> EmbeddingProfile:
+        async with self._probe_lock:
+            if self._profile is None:
+                await self._embed(["dimension probe"], "document")
+        return self.profile
+
+    async def embed_documents(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        return await self._embed(list(texts), "document")
+
+    async def embed_query(self, text: str) -> Sequence[float]:
+        return (await self._embed([text], "query"))[0]
+
+    async def _embed(
+        self, texts: list[str], input_type: Literal["query", "document"]
+    ) -> Sequence[Sequence[float]]:
+        if not texts:
+            return []
+        operation = f"embedding with {self.profile_id!r}"
+        try:
+            async with asyncio.timeout(self.timeout_seconds):
+                result = await self.model.embed(texts, input_type=input_type)
+        except Exception as exc:
+            mapped = map_inference_error(exc, operation=operation)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        vectors = result.embeddings
+        self._check_vectors(vectors, len(texts), operation)
+        return vectors
+
+    def _check_vectors(
+        self, vectors: Sequence[Sequence[float]], expected: int, operation: str
+    ) -> None:
+        if len(vectors) != expected:
+            raise InvalidInferenceOutputError(
+                f"{operation} returned {len(vectors)} vectors for {expected} texts"
+            )
+        dimensions = {len(vector) for vector in vectors}
+        if len(dimensions) != 1 or 0 in dimensions:
+            raise InvalidInferenceOutputError(f"{operation} returned vectors of mixed dimensions")
+        (dimension,) = dimensions
+        if self._profile is None:
+            try:
+                self._profile = self._make_profile(dimension)
+            except ValueError as exc:
+                raise InvalidInferenceOutputError(
+                    f"{operation} returned {dimension}-dimensional vectors, outside 1..8192"
+                ) from exc
+        elif dimension != self._profile.dimension:
+            raise InvalidInferenceOutputError(
+                f"{operation} returned {dimension}-dimensional vectors; the profile says "
+                f"{self._profile.dimension}"
+            )

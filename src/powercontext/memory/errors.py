@@ -1,0 +1,72 @@
+"""Domain errors. Transports map these to their own envelopes in one place."""
+
+from __future__ import annotations
+
+
+class PowerContextError(Exception):
+    """Base class of every error PowerContext raises on purpose."""
+
+    code = "internal_error"
+
+
+class ConfigurationError(PowerContextError):
+    """The configuration is invalid; the message names the environment variable."""
+
+    code = "configuration_error"
+
+
+class MemoryValidationError(PowerContextError, ValueError):
+    """A request is well-formed JSON but violates a bound or rule."""
+
+    code = "validation_error"
+
+
+class NotFoundError(PowerContextError):
+    """The cited scope, entry or entry version does not exist (or is not active)."""
+
+    code = "not_found"
+
+
+class RevisionConflictError(PowerContextError):
+    """A compare-and-swap on the scope head (or on an entry's current version) lost."""
+
+    code = "revision_conflict"
+
+    def __init__(self, message: str, *, expected: int | None, actual: int | None) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.actual = actual
+
+
+class CapabilityNotSupportedError(PowerContextError):
+    """The requested search mode or feature is not available for this scope or deployment."""
+
+    code = "capability_not_supported"
+
+
+class PayloadTooLargeError(PowerContextError):
+    """A batch or body exceeds a configured bound."""
+
+    code = "payload_too_large"
+
+
+class InferenceError(PowerContextError):
+    """Base of the fail-closed inference errors (RFC: never converted to coarse results)."""
+
+
+class InferenceTimeoutError(InferenceError):
+    code = "inference_timeout"
+
+
+class InferenceUnavailableError(InferenceError):
+    code = "inference_unavailable"
+
+
+class InvalidInferenceOutputError(InferenceError):
+    code = "inference_invalid_output"
+
+
+class StorageError(PowerContextError):
+    """The storage backend failed (disk full, read-only, unreachable). No partial write."""
+
+    code = "storage_error"

@@ -1,0 +1,258 @@
+"""Memory requests, entries, citations, hits, pages and the rerank trace.
+
+Every model is frozen: a hit or citation handed to a caller can never drift from the
+entry version it names.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+MAX_TEXT_BYTES = 8192
+MAX_QUERY_BYTES = 8192
+MAX_METADATA_BYTES = 16384
+MAX_KIND_CHARS = 64
+MAX_SCOPE_CHARS = 256
+MAX_REASON_CHARS = 1024
+
+SearchMode = Literal["auto", "fts", "vector", "hybrid"]
+ResolvedMode = Literal["fts", "vector", "hybrid"]
+Channel = Literal["fts", "vector"]
+ChangeOp = Literal["add", "revise", "retire", "reactivate"]
+
+
+def normalize_text(value: str) -> str:
+    """NFC and strip: the one canonical form of stored text and of queries."""
+    return unicodedata.normalize("NFC", value).strip()
+
+
+def _check_unicode(value: str, what: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{what} must be valid Unicode (no lone surrogates)") from exc
+    if "\x00" in value:
+        raise ValueError(f"{what} must not contain NUL characters")
+    return value
+
+
+def _bounded_text(what: str, max_bytes: int) -> Any:
+    def check(value: str) -> str:
+        value = normalize_text(_check_unicode(value, what))
+        if not value:
+            raise ValueError(f"{what} must not be blank")
+        size = len(value.encode("utf-8"))
+        if size > max_bytes:
+            raise ValueError(f"{what} is {size} UTF-8 bytes; at most {max_bytes} are allowed")
+        return value
+
+    return AfterValidator(check)
+
+
+def _check_scope(value: str) -> str:
+    _check_unicode(value, "scope_id")
+    if not value.strip():
+        raise ValueError("scope_id must not be blank")
+    return value
+
+
+def _check_metadata(value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"metadata must be a JSON object: {exc}") from exc
+    _check_unicode(encoded, "metadata")
+    size = len(encoded.encode("utf-8"))
+    if size > MAX_METADATA_BYTES:
+        raise ValueError(
+            f"metadata is {size} bytes as JSON; at most {MAX_METADATA_BYTES} are allowed"
+        )
+    return value
+
+
+def _check_kind(value: str) -> str:
+    value = normalize_text(_check_unicode(value, "kind"))
+    if not value:
+        raise ValueError("kind must not be blank")
+    return value
+
+
+ScopeId = Annotated[
+    str, Field(min_length=1, max_length=MAX_SCOPE_CHARS), AfterValidator(_check_scope)
+]
+EntryText = Annotated[str, _bounded_text("text", MAX_TEXT_BYTES)]
+QueryText = Annotated[str, _bounded_text("query", MAX_QUERY_BYTES)]
+Kind = Annotated[str, Field(max_length=MAX_KIND_CHARS), AfterValidator(_check_kind)]
+Metadata = Annotated[dict[str, Any], AfterValidator(_check_metadata)]
+Reason = Annotated[str, Field(max_length=MAX_REASON_CHARS)]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class EmbeddingProfile(_Frozen):
+    """Identity of a vector space: vectors of different profiles are never compared."""
+
+    profile_id: str = Field(min_length=1, max_length=256)
+    dimension: int = Field(ge=1, le=8192)
+    normalization: Literal["unit", "none"] = "unit"
+
+
+class MemoryRef(_Frozen):
+    """One exact revision of one scope's Memory."""
+
+    scope_id: ScopeId
+    revision: int = Field(ge=1)
+
+
+class MemoryCitation(_Frozen):
+    """Names one immutable entry version as seen at one revision; `get` resolves it forever."""
+
+    memory_ref: MemoryRef
+    entry_id: str
+    entry_version_id: str
+
+
+class RememberMemoryRequest(_Frozen):
+    kind: Kind = "fact"
+    text: EntryText
+    metadata: Metadata = Field(default_factory=dict)
+    expected_revision: int | None = Field(default=None, ge=0)
+    reason: Reason | None = None
+
+
+class ReviseMemoryRequest(_Frozen):
+    citation: MemoryCitation
+    text: EntryText
+    kind: Kind | None = None
+    metadata: Metadata | None = None
+    reason: Reason | None = None
+    expected_revision: int | None = Field(default=None, ge=0)
+
+
+class RetireMemoryRequest(_Frozen):
+    citation: MemoryCitation
+    reason: Reason | None = None
+    expected_revision: int | None = Field(default=None, ge=0)
+
+
+class ReactivateMemoryRequest(_Frozen):
+    citation: MemoryCitation
+    reason: Reason | None = None
+    expected_revision: int | None = Field(default=None, ge=0)
+
+
+class SearchMemoryRequest(_Frozen):
+    query: QueryText
+    limit: int = Field(default=10, ge=1, le=100)
+    mode: SearchMode = "auto"
+
+
+class MemoryEntry(_Frozen):
+    """One immutable entry version."""
+
+    citation: MemoryCitation
+    entry_id: str
+    entry_version_id: str
+    version: int = Field(ge=1)
+    kind: str
+    text: str
+    metadata: dict[str, Any]
+    created_at: datetime
+    active: bool = True
+
+
+class MemoryHit(_Frozen):
+    memory_ref: MemoryRef
+    entry_id: str
+    entry_version_id: str
+    kind: str
+    text: str
+    metadata: dict[str, Any]
+    score: float
+    matched_by: tuple[Channel, ...]
+
+    @property
+    def citation(self) -> MemoryCitation:
+        return MemoryCitation(
+            memory_ref=self.memory_ref,
+            entry_id=self.entry_id,
+            entry_version_id=self.entry_version_id,
+        )
+
+
+class InferenceUsage(_Frozen):
+    """Portable usage: providers that report no tokens leave them None."""
+
+    requests: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class MemoryRerankDecision(_Frozen):
+    """What a reranker returns: raw 1-based ranks into the pool, before normalization."""
+
+    selected_ranks: tuple[int, ...]
+    usage: InferenceUsage = InferenceUsage()
+    truncated_ranks: tuple[int, ...] = ()
+
+
+class MemoryRerankTrace(_Frozen):
+    """In-process diagnostics of one rerank. Holds candidate text: handle like search output."""
+
+    policy_id: str
+    candidate_hits: tuple[MemoryHit, ...]
+    selected_ranks: tuple[int, ...]
+    discarded_rank_count: int
+    discarded_ranks: tuple[int, ...]
+    used_fallback: bool
+    latency_ms: float
+    usage: InferenceUsage
+    truncated_ranks: tuple[int, ...] = ()
+
+
+class MemorySearchPage(_Frozen):
+    memory_ref: MemoryRef | None
+    mode: ResolvedMode
+    hits: tuple[MemoryHit, ...]
+    rerank: MemoryRerankTrace | None = None
+
+
+class MemoryWriteResult(_Frozen):
+    """The revision a mutation created and the entry versions it wrote."""
+
+    memory_ref: MemoryRef
+    entries: tuple[MemoryEntry, ...]
+    vectors_pending: int = 0
+
+    @property
+    def citations(self) -> tuple[MemoryCitation, ...]:
+        return tuple(entry.citation for entry in self.entries)
+
+
+class MemoryChange(_Frozen):
+    revision: int
+    op: ChangeOp
+    entry_id: str
+    entry_version_id: str
+    previous_entry_version_id: str | None = None
+    reason: str | None = None
+    created_at: datetime
+
+
+class MemoryChangesPage(_Frozen):
+    memory_ref: MemoryRef | None
+    changes: tuple[MemoryChange, ...]
+    next_since_revision: int
+
+
+class MemoryEntriesPage(_Frozen):
+    memory_ref: MemoryRef | None
+    entries: tuple[MemoryEntry, ...]
+    next_cursor: str | None = None

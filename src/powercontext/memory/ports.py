@@ -1,0 +1,177 @@
+"""The ports the Memory service depends on. Adapters implement them; the domain imports none."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from powercontext.memory.models import (
+    ChangeOp,
+    EmbeddingProfile,
+    MemoryChange,
+    MemoryHit,
+    MemoryRerankDecision,
+)
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredVersion:
+    """One immutable entry version as a backend holds it.
+
+    `key` is the backend's stable integer row key: it orders versions by insertion and is the
+    id the search channels return. It never leaves the process.
+    """
+
+    key: int
+    entry_id: str
+    entry_version_id: str
+    version: int
+    kind: str
+    text: str
+    metadata: dict[str, Any]
+    created_at: datetime
+    added_revision: int
+    removed_revision: int | None
+
+    def active_at(self, revision: int) -> bool:
+        return self.added_revision <= revision and (
+            self.removed_revision is None or self.removed_revision > revision
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NewVersion:
+    entry_id: str
+    entry_version_id: str
+    version: int
+    kind: str
+    text: str
+    metadata: dict[str, Any]
+    index_tokens: str
+    """Space-joined analyzer tokens the full-text channel indexes (see search.analyze)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedChange:
+    """One op of a revision. `add`/`revise`/`reactivate` carry `new`; `revise`/`retire` retire
+    `previous_entry_version_id`, which must still be active at commit time (else a conflict)."""
+
+    op: ChangeOp
+    new: NewVersion | None = None
+    previous_entry_version_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CommitResult:
+    revision: int
+    created_at: datetime
+    keys: tuple[int, ...] = field(default=())
+    """Row keys of the new versions, in the order of the planned changes that carry one."""
+
+
+@dataclass(frozen=True, slots=True)
+class FtsCandidate:
+    key: int
+    score: float
+    """Backend relevance; only the order matters (best first)."""
+    tokens: frozenset[str]
+    """The candidate's indexed tokens, for the admission rule's distinct-term count."""
+
+
+@dataclass(frozen=True, slots=True)
+class VectorCandidate:
+    key: int
+    similarity: float
+    """Cosine similarity with the query vector."""
+
+
+class MemoryStore(Protocol):
+    """Durable, revisioned Memory. Every read names one exact revision.
+
+    Implementations must make `commit` an atomic compare-and-swap on the scope head that is
+    safe across processes, and must never block the event loop on I/O.
+    """
+
+    async def head(self, scope_id: str) -> int | None: ...
+
+    async def commit(
+        self, scope_id: str, expected_head: int | None, changes: Sequence[PlannedChange]
+    ) -> CommitResult:
+        """Raise RevisionConflictError when the head moved or a retired version is gone."""
+        ...
+
+    async def latest_version(self, scope_id: str, entry_id: str) -> StoredVersion | None: ...
+
+    async def get_version(self, scope_id: str, entry_version_id: str) -> StoredVersion | None: ...
+
+    async def fetch_versions(
+        self, scope_id: str, keys: Sequence[int]
+    ) -> dict[int, StoredVersion]: ...
+
+    async def list_versions(
+        self, scope_id: str, revision: int, *, after_key: int | None, limit: int
+    ) -> list[StoredVersion]:
+        """Versions active at `revision`, ascending by key, after `after_key`."""
+        ...
+
+    async def changes(
+        self, scope_id: str, since_revision: int, *, limit: int
+    ) -> list[MemoryChange]: ...
+
+    async def fts_candidates(
+        self, scope_id: str, revision: int, terms: Sequence[str], *, limit: int
+    ) -> list[FtsCandidate]:
+        """Versions active at `revision` containing any of `terms`, best first."""
+        ...
+
+    async def vector_candidates(
+        self, scope_id: str, revision: int, profile_id: str, query: Vector, *, limit: int
+    ) -> list[VectorCandidate]:
+        """Nearest versions active at `revision` by cosine similarity, best first."""
+        ...
+
+    async def missing_vector_count(self, scope_id: str, revision: int, profile_id: str) -> int:
+        """How many versions active at `revision` have no vector of `profile_id`."""
+        ...
+
+    async def versions_missing_vectors(
+        self, scope_id: str, profile_id: str, *, limit: int
+    ) -> list[StoredVersion]:
+        """Versions active at the head with no vector of `profile_id`, ascending by key."""
+        ...
+
+    async def put_vectors(
+        self, scope_id: str, profile_id: str, items: Sequence[tuple[int, Vector]]
+    ) -> None:
+        """Store unit vectors for version keys; a repeated key replaces its vector."""
+        ...
+
+    async def scope_ids(self) -> list[str]: ...
+
+    async def close(self) -> None: ...
+
+
+@runtime_checkable
+class EmbeddingModel(Protocol):
+    profile: EmbeddingProfile
+
+    async def embed_documents(self, texts: Sequence[str]) -> Sequence[Sequence[float]]: ...
+
+    async def embed_query(self, text: str) -> Sequence[float]: ...
+
+
+@runtime_checkable
+class MemoryReranker(Protocol):
+    policy_id: str
+
+    async def rerank(
+        self, query: str, candidates: tuple[MemoryHit, ...], limit: int
+    ) -> MemoryRerankDecision: ...

@@ -1,0 +1,10 @@
+"""Rerank policies of Memory search. Pure domain: no inference library is imported here."""
+
+from powercontext.memory.rerank.listwise import (
+    LISTWISE_INSTRUCTIONS,
+    POLICY_ID,
+    ListwisePrompt,
+    build_listwise_prompt,
+)
+
+__all__ = ["LISTWISE_INSTRUCTIONS", "POLICY_ID", "ListwisePrompt", "build_listwise_prompt"]

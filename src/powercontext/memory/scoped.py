@@ -1,0 +1,86 @@
+"""ScopedMemory: the Memory of one scope, the object agents hold."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import TypeAdapter, ValidationError
+
+from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.models import (
+    MemoryChangesPage,
+    MemoryCitation,
+    MemoryEntriesPage,
+    MemoryEntry,
+    MemoryRef,
+    MemorySearchPage,
+    MemoryWriteResult,
+    ReactivateMemoryRequest,
+    RememberMemoryRequest,
+    RetireMemoryRequest,
+    ReviseMemoryRequest,
+    ScopeId,
+    SearchMemoryRequest,
+)
+
+if TYPE_CHECKING:
+    from powercontext.memory.service import MemoryService, ProgressCallback
+
+_SCOPE = TypeAdapter(ScopeId)
+
+
+def validate_scope_id(scope_id: str) -> str:
+    try:
+        return _SCOPE.validate_python(scope_id)
+    except ValidationError as exc:
+        raise MemoryValidationError(f"invalid scope_id: {exc.errors()[0]['msg']}") from exc
+
+
+class ScopedMemory:
+    def __init__(self, service: MemoryService, scope_id: str) -> None:
+        self._service = service
+        self.scope_id = scope_id
+
+    async def remember(self, request: RememberMemoryRequest) -> MemoryWriteResult:
+        return await self._service.remember_many(self.scope_id, [request])
+
+    async def remember_many(self, requests: Sequence[RememberMemoryRequest]) -> MemoryWriteResult:
+        """Every entry in one revision."""
+        return await self._service.remember_many(self.scope_id, requests)
+
+    async def revise(self, request: ReviseMemoryRequest) -> MemoryWriteResult:
+        return await self._service.revise(self.scope_id, request)
+
+    async def retire(self, request: RetireMemoryRequest) -> MemoryWriteResult:
+        return await self._service.retire(self.scope_id, request)
+
+    async def reactivate(self, request: ReactivateMemoryRequest) -> MemoryWriteResult:
+        return await self._service.reactivate(self.scope_id, request)
+
+    async def search(self, request: SearchMemoryRequest) -> MemorySearchPage:
+        return await self._service.search(self.scope_id, request)
+
+    async def get(self, citation: MemoryCitation) -> MemoryEntry | None:
+        return await self._service.get(self.scope_id, citation)
+
+    async def list(
+        self, *, revision: int | None = None, cursor: str | None = None, limit: int = 100
+    ) -> MemoryEntriesPage:
+        return await self._service.list(
+            self.scope_id, revision=revision, cursor=cursor, limit=limit
+        )
+
+    async def changes(self, since_revision: int = 0, *, limit: int = 1000) -> MemoryChangesPage:
+        return await self._service.changes(
+            self.scope_id, since_revision=since_revision, limit=limit
+        )
+
+    async def head(self) -> MemoryRef | None:
+        return await self._service.head(self.scope_id)
+
+    async def pending_vectors(self) -> int:
+        return await self._service.pending_vectors(self.scope_id)
+
+    async def reindex(self, progress: ProgressCallback | None = None) -> int:
+        return await self._service.reindex(self.scope_id, progress)

@@ -1,0 +1,47 @@
+"""Stage 4: Reciprocal Rank Fusion of the admitted channel lists into the coarse pool."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from powercontext.memory.models import Channel
+
+DEFAULT_RRF_K = 60
+CHANNEL_ORDER: tuple[Channel, ...] = ("fts", "vector")
+
+
+@dataclass(frozen=True, slots=True)
+class FusedCandidate:
+    key: int
+    score: float
+    matched_by: tuple[Channel, ...]
+
+
+def fuse_rrf(
+    channels: Mapping[Channel, Sequence[int]],
+    *,
+    limit: int,
+    k: int = DEFAULT_RRF_K,
+    weights: Mapping[Channel, float] | None = None,
+) -> list[FusedCandidate]:
+    """score(d) = sum over channels of weight / (k + rank); ties break on the smaller key.
+
+    A key listed twice in one channel counts at its best rank only.
+    """
+    scores: dict[int, float] = {}
+    matched: dict[int, list[Channel]] = {}
+    for channel in CHANNEL_ORDER:
+        keys = channels.get(channel)
+        if not keys:
+            continue
+        weight = 1.0 if weights is None else weights.get(channel, 1.0)
+        seen: set[int] = set()
+        for rank, key in enumerate(keys, start=1):
+            if key in seen:
+                continue
+            seen.add(key)
+            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
+            matched.setdefault(key, []).append(channel)
+    ordered = sorted(scores, key=lambda key: (-scores[key], key))[:limit]
+    return [FusedCandidate(key, scores[key], tuple(matched[key])) for key in ordered]

@@ -1,0 +1,51 @@
+"""Stage 2: which channels a search uses. Explicit modes never silently downgrade."""
+
+from __future__ import annotations
+
+from powercontext.memory.errors import CapabilityNotSupportedError
+from powercontext.memory.models import ResolvedMode, SearchMode
+
+EMBEDDING_VARIABLE = "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL"
+
+
+def select_mode(
+    requested: SearchMode,
+    *,
+    has_embedder: bool,
+    missing_vectors: int,
+    profile_id: str | None = None,
+) -> ResolvedMode:
+    """`auto` is hybrid only when every active entry has a vector of the current profile."""
+    if requested == "fts":
+        return "fts"
+    vectors_ready = has_embedder and missing_vectors == 0
+    if requested == "auto":
+        return "hybrid" if vectors_ready else "fts"
+    if not has_embedder:
+        raise CapabilityNotSupportedError(
+            f"search mode {requested!r} needs an embedding model; configure {EMBEDDING_VARIABLE}"
+        )
+    if missing_vectors:
+        raise CapabilityNotSupportedError(
+            f"search mode {requested!r} is not available yet: {missing_vectors} active entries "
+            f"have no vector of embedding profile {profile_id!r}; run `powercontext reindex`"
+        )
+    return requested
+
+
+def uses_fts(mode: ResolvedMode) -> bool:
+    return mode in ("fts", "hybrid")
+
+
+def uses_vector(mode: ResolvedMode) -> bool:
+    return mode in ("vector", "hybrid")
+
+
+def coarse_limit(limit: int, candidate_limit: int, *, reranking: bool) -> int:
+    """The RFC's coarse pool size: max(k, c) with a reranker, else k."""
+    return max(limit, candidate_limit) if reranking else limit
+
+
+def channel_limit(coarse: int) -> int:
+    """How many candidates each channel is asked for: max(4 * coarse_limit, 32)."""
+    return max(4 * coarse, 32)

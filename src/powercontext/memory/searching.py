@@ -1,0 +1,167 @@
+"""The search pipeline wired end to end: one exact revision from the first read to the page.
+
+Each stage is a pure function in `search/`; this module only sequences them around the two
+ports that do I/O (the store, the reranker) and the query embedding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from powercontext.memory.errors import CapabilityNotSupportedError
+from powercontext.memory.models import (
+    Channel,
+    MemoryHit,
+    MemoryRef,
+    MemoryRerankTrace,
+    MemorySearchPage,
+    SearchMemoryRequest,
+)
+from powercontext.memory.ports import FtsCandidate, MemoryReranker, VectorCandidate
+from powercontext.memory.search.admission import admit_fts, admit_vector
+from powercontext.memory.search.analyze import query_terms
+from powercontext.memory.search.fusion import FusedCandidate, fuse_rrf
+from powercontext.memory.search.modes import (
+    channel_limit,
+    coarse_limit,
+    select_mode,
+    uses_fts,
+    uses_vector,
+)
+from powercontext.memory.search.ranks import normalize_ranks, resolve
+from powercontext.memory.vectors import unit_vector
+
+if TYPE_CHECKING:
+    from powercontext.memory.service import MemoryService
+
+rerank_log = logging.getLogger("powercontext.memory.rerank")
+
+
+async def run_search(
+    service: MemoryService, scope_id: str, request: SearchMemoryRequest
+) -> MemorySearchPage:
+    store, embedder, config = service.store, service.embedder, service.config
+    head = await store.head(scope_id)
+    profile = embedder.profile if embedder is not None else None
+    missing = 0
+    if head is not None and profile is not None and request.mode != "fts":
+        missing = await store.missing_vector_count(scope_id, head, profile.profile_id)
+    mode = select_mode(
+        request.mode,
+        has_embedder=embedder is not None,
+        missing_vectors=missing,
+        profile_id=profile.profile_id if profile else None,
+    )
+    if head is None:
+        return MemorySearchPage(memory_ref=None, mode=mode, hits=())
+
+    query_vector = None
+    if uses_vector(mode):
+        assert embedder is not None and profile is not None
+        try:
+            raw = await embedder.embed_query(request.query)
+            query_vector = unit_vector(raw, profile.dimension)
+        except Exception as exc:  # the provider's failure must not escape raw
+            if request.mode != "auto":
+                raise CapabilityNotSupportedError(
+                    f"search mode {request.mode!r} failed: embedding the query raised "
+                    f"{type(exc).__name__}"
+                ) from exc
+            mode = "fts"
+
+    reranker = service.reranker
+    coarse = coarse_limit(request.limit, config.candidate_limit, reranking=reranker is not None)
+    per_channel = channel_limit(coarse)
+    terms = query_terms(request.query, config.analyzer)
+
+    async def fts() -> list[FtsCandidate]:
+        if not uses_fts(mode) or not terms:
+            return []
+        return await store.fts_candidates(scope_id, head, terms, limit=per_channel)
+
+    async def vector() -> list[VectorCandidate]:
+        if query_vector is None or profile is None or not uses_vector(mode):
+            return []
+        return await store.vector_candidates(
+            scope_id, head, profile.profile_id, query_vector, limit=per_channel
+        )
+
+    fts_found, vector_found = await asyncio.gather(fts(), vector())
+    admitted: dict[Channel, list[int]] = {
+        "fts": admit_fts(fts_found, terms),
+        "vector": admit_vector(vector_found, config.min_similarity),
+    }
+    fused = fuse_rrf(
+        admitted,
+        limit=coarse,
+        k=config.rrf_k,
+        weights={"fts": config.weight_fts, "vector": config.weight_vector},
+    )
+    pool = await _hits(service, scope_id, head, fused)
+    ref = MemoryRef(scope_id=scope_id, revision=head)
+    if reranker is None or not pool:
+        return MemorySearchPage(memory_ref=ref, mode=mode, hits=pool[: request.limit])
+    hits, trace = await _rerank(reranker, request, pool)
+    return MemorySearchPage(memory_ref=ref, mode=mode, hits=hits, rerank=trace)
+
+
+async def _hits(
+    service: MemoryService, scope_id: str, revision: int, fused: list[FusedCandidate]
+) -> tuple[MemoryHit, ...]:
+    if not fused:
+        return ()
+    stored = await service.store.fetch_versions(scope_id, [f.key for f in fused])
+    ref = MemoryRef(scope_id=scope_id, revision=revision)
+    return tuple(
+        MemoryHit(
+            memory_ref=ref,
+            entry_id=row.entry_id,
+            entry_version_id=row.entry_version_id,
+            kind=row.kind,
+            text=row.text,
+            metadata=row.metadata,
+            score=f.score,
+            matched_by=f.matched_by,
+        )
+        for f in fused
+        if (row := stored.get(f.key)) is not None
+    )
+
+
+async def _rerank(
+    reranker: MemoryReranker, request: SearchMemoryRequest, pool: tuple[MemoryHit, ...]
+) -> tuple[tuple[MemoryHit, ...], MemoryRerankTrace]:
+    """One reranker call, no lock held; inference errors propagate (fail-closed)."""
+    started = time.perf_counter()
+    decision = await reranker.rerank(request.query, pool, request.limit)
+    latency_ms = (time.perf_counter() - started) * 1000.0
+    selection = normalize_ranks(decision.selected_ranks, len(pool), request.limit)
+    trace = MemoryRerankTrace(
+        policy_id=reranker.policy_id,
+        candidate_hits=pool,
+        selected_ranks=selection.selected,
+        discarded_rank_count=len(selection.discarded),
+        discarded_ranks=selection.discarded,
+        used_fallback=selection.used_fallback,
+        latency_ms=latency_ms,
+        usage=decision.usage,
+        truncated_ranks=decision.truncated_ranks,
+    )
+    rerank_log.info(
+        "memory rerank",
+        extra={
+            "policy_id": trace.policy_id,
+            "candidate_count": len(pool),
+            "selected_count": len(selection.selected),
+            "discarded_count": trace.discarded_rank_count,
+            "used_fallback": trace.used_fallback,
+            "latency_ms": round(latency_ms, 3),
+            "requests": decision.usage.requests,
+            "input_tokens": decision.usage.input_tokens,
+            "output_tokens": decision.usage.output_tokens,
+        },
+    )
+    return resolve(pool, selection.selected), trace

@@ -1,0 +1,437 @@
+"""MemoryService: revisioned writes (compare-and-swap) and the search pipeline.
+
+Writes hold the scope's in-process lock and commit with a CAS in the store. Searches take no
+lock: they read the head once and pass that exact revision to every later read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from powercontext.memory.errors import (
+    CapabilityNotSupportedError,
+    MemoryValidationError,
+    NotFoundError,
+    PayloadTooLargeError,
+    RevisionConflictError,
+)
+from powercontext.memory.models import (
+    MemoryChangesPage,
+    MemoryCitation,
+    MemoryEntriesPage,
+    MemoryEntry,
+    MemoryRef,
+    MemorySearchPage,
+    MemoryWriteResult,
+    ReactivateMemoryRequest,
+    RememberMemoryRequest,
+    ResolvedMode,
+    RetireMemoryRequest,
+    ReviseMemoryRequest,
+    SearchMemoryRequest,
+)
+from powercontext.memory.ports import (
+    EmbeddingModel,
+    MemoryReranker,
+    MemoryStore,
+    NewVersion,
+    PlannedChange,
+    StoredVersion,
+)
+from powercontext.memory.scoped import ScopedMemory, validate_scope_id
+from powercontext.memory.search.analyze import AnalyzerConfig, index_tokens
+from powercontext.memory.searching import run_search
+from powercontext.memory.vectors import unit_vector
+
+log = logging.getLogger("powercontext.memory")
+
+ProgressCallback = Callable[[int, int], None]
+Planner = Callable[[], Awaitable[list[PlannedChange]]]
+_CAS_ATTEMPTS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class SearchConfig:
+    candidate_limit: int = 30
+    min_similarity: float = 0.3
+    rrf_k: int = 60
+    weight_fts: float = 1.0
+    weight_vector: float = 1.0
+    analyzer: AnalyzerConfig = field(default_factory=AnalyzerConfig)
+    max_batch_entries: int = 50_000
+    embedding_batch_size: int = 64
+
+
+@dataclass(frozen=True, slots=True)
+class SearchObservation:
+    """What one search did, for metrics; carries no text."""
+
+    mode: ResolvedMode
+    hits: int
+    reranked: bool
+    used_fallback: bool
+    rerank_latency_ms: float
+
+
+SearchObserver = Callable[[SearchObservation], None]
+
+
+def _entry(scope_id: str, revision: int, stored: StoredVersion) -> MemoryEntry:
+    ref = MemoryRef(scope_id=scope_id, revision=revision)
+    return MemoryEntry(
+        citation=MemoryCitation(
+            memory_ref=ref, entry_id=stored.entry_id, entry_version_id=stored.entry_version_id
+        ),
+        entry_id=stored.entry_id,
+        entry_version_id=stored.entry_version_id,
+        version=stored.version,
+        kind=stored.kind,
+        text=stored.text,
+        metadata=stored.metadata,
+        created_at=stored.created_at,
+        active=stored.removed_revision is None,
+    )
+
+
+class MemoryService:
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        embedder: EmbeddingModel | None = None,
+        reranker: MemoryReranker | None = None,
+        config: SearchConfig | None = None,
+        observer: SearchObserver | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.reranker = reranker
+        self.config = config or SearchConfig()
+        self._observer = observer
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def for_scope(self, scope_id: str) -> ScopedMemory:
+        return ScopedMemory(self, validate_scope_id(scope_id))
+
+    def _lock(self, scope_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(scope_id, asyncio.Lock())
+
+    # ---- writes ---------------------------------------------------------------------------
+
+    def _new_version(
+        self, entry_id: str, version: int, kind: str, text: str, metadata: dict[str, object]
+    ) -> NewVersion:
+        return NewVersion(
+            entry_id=entry_id,
+            entry_version_id=uuid.uuid4().hex,
+            version=version,
+            kind=kind,
+            text=text,
+            metadata=dict(metadata),
+            index_tokens=index_tokens(text, self.config.analyzer),
+        )
+
+    async def _commit(
+        self,
+        scope_id: str,
+        expected_revision: int | None,
+        plan: Planner,
+    ) -> tuple[int, list[NewVersion], list[int]]:
+        """Plan and commit under the scope lock; retry a lost CAS only when no revision was
+        expected (the caller asked for 'whatever the head is')."""
+        async with self._lock(scope_id):
+            for _attempt in range(_CAS_ATTEMPTS):
+                head = await self.store.head(scope_id)
+                if expected_revision is not None and expected_revision != (head or 0):
+                    raise RevisionConflictError(
+                        f"scope {scope_id!r} is at revision {head or 0}, "
+                        f"expected {expected_revision}",
+                        expected=expected_revision,
+                        actual=head or 0,
+                    )
+                changes = await plan()
+                try:
+                    result = await self.store.commit(scope_id, head, changes)
+                except RevisionConflictError:
+                    if expected_revision is not None:
+                        raise
+                    continue
+                news = [c.new for c in changes if c.new is not None]
+                return result.revision, news, list(result.keys)
+            raise RevisionConflictError(
+                f"scope {scope_id!r} kept changing; gave up after {_CAS_ATTEMPTS} attempts",
+                expected=None,
+                actual=None,
+            )
+
+    async def remember_many(
+        self, scope_id: str, requests: Sequence[RememberMemoryRequest]
+    ) -> MemoryWriteResult:
+        if not requests:
+            raise MemoryValidationError("remember_many needs at least one entry")
+        if len(requests) > self.config.max_batch_entries:
+            raise PayloadTooLargeError(
+                f"batch of {len(requests)} entries exceeds the bound of "
+                f"{self.config.max_batch_entries} (POWERCONTEXT_SERVER_RUNTIME_MAX_BATCH_ENTRIES)"
+            )
+        expected = {r.expected_revision for r in requests}
+        if len(expected) > 1:
+            raise MemoryValidationError("entries of one batch must share one expected_revision")
+
+        async def plan() -> list[PlannedChange]:
+            return [
+                PlannedChange(
+                    op="add",
+                    new=self._new_version(uuid.uuid4().hex, 1, r.kind, r.text, r.metadata),
+                    reason=r.reason,
+                )
+                for r in requests
+            ]
+
+        return await self._write(scope_id, requests[0].expected_revision, plan)
+
+    async def _current(self, scope_id: str, citation: MemoryCitation) -> StoredVersion:
+        if citation.memory_ref.scope_id != scope_id:
+            raise NotFoundError("the citation belongs to another scope")
+        latest = await self.store.latest_version(scope_id, citation.entry_id)
+        if latest is None:
+            raise NotFoundError(f"entry {citation.entry_id!r} does not exist in this scope")
+        if latest.entry_version_id != citation.entry_version_id:
+            raise RevisionConflictError(
+                f"entry {citation.entry_id!r} is at version {latest.version}; "
+                "the citation names an older version",
+                expected=None,
+                actual=None,
+            )
+        return latest
+
+    async def revise(self, scope_id: str, request: ReviseMemoryRequest) -> MemoryWriteResult:
+        async def plan() -> list[PlannedChange]:
+            current = await self._current(scope_id, request.citation)
+            if current.removed_revision is not None:
+                raise NotFoundError(f"entry {current.entry_id!r} is retired; reactivate it first")
+            new = self._new_version(
+                current.entry_id,
+                current.version + 1,
+                request.kind or current.kind,
+                request.text,
+                current.metadata if request.metadata is None else request.metadata,
+            )
+            return [
+                PlannedChange(
+                    op="revise",
+                    new=new,
+                    previous_entry_version_id=current.entry_version_id,
+                    reason=request.reason,
+                )
+            ]
+
+        return await self._write(scope_id, request.expected_revision, plan)
+
+    async def retire(self, scope_id: str, request: RetireMemoryRequest) -> MemoryWriteResult:
+        async def plan() -> list[PlannedChange]:
+            current = await self._current(scope_id, request.citation)
+            if current.removed_revision is not None:
+                raise NotFoundError(f"entry {current.entry_id!r} is already retired")
+            return [
+                PlannedChange(
+                    op="retire",
+                    previous_entry_version_id=current.entry_version_id,
+                    reason=request.reason,
+                )
+            ]
+
+        return await self._write(scope_id, request.expected_revision, plan)
+
+    async def reactivate(
+        self, scope_id: str, request: ReactivateMemoryRequest
+    ) -> MemoryWriteResult:
+        async def plan() -> list[PlannedChange]:
+            current = await self._current(scope_id, request.citation)
+            if current.removed_revision is None:
+                raise MemoryValidationError(f"entry {current.entry_id!r} is active already")
+            new = self._new_version(
+                current.entry_id, current.version + 1, current.kind, current.text, current.metadata
+            )
+            return [PlannedChange(op="reactivate", new=new, reason=request.reason)]
+
+        return await self._write(scope_id, request.expected_revision, plan)
+
+    async def _write(self, scope_id: str, expected: int | None, plan: Planner) -> MemoryWriteResult:
+        revision, news, keys = await self._commit(scope_id, expected, plan)
+        pending = await self._embed_new(scope_id, list(zip(keys, news, strict=True)))
+        stored = await self.store.fetch_versions(scope_id, keys)
+        entries = tuple(_entry(scope_id, revision, stored[key]) for key in keys)
+        return MemoryWriteResult(
+            memory_ref=MemoryRef(scope_id=scope_id, revision=revision),
+            entries=entries,
+            vectors_pending=pending,
+        )
+
+    # ---- embeddings ------------------------------------------------------------------------
+
+    async def _embed_new(self, scope_id: str, items: Sequence[tuple[int, NewVersion]]) -> int:
+        """Embed after the commit, in batches. A failure keeps the text and leaves vectors
+        pending for `reindex`; it returns how many are still pending."""
+        embedder = self.embedder
+        if embedder is None or not items:
+            return 0
+        texts = [(key, new.text) for key, new in items]
+        done = 0
+        try:
+            done = await self._embed_and_store(scope_id, texts)
+        except Exception as exc:  # any provider failure: the text write stands
+            log.warning(
+                "embedding failed after commit; %d vectors pending (%s)",
+                len(texts) - done,
+                type(exc).__name__,
+            )
+        return len(texts) - done
+
+    async def _embed_and_store(
+        self,
+        scope_id: str,
+        items: Sequence[tuple[int, str]],
+        progress: ProgressCallback | None = None,
+        total: int | None = None,
+        start: int = 0,
+    ) -> int:
+        assert self.embedder is not None
+        profile = self.embedder.profile
+        size = self.config.embedding_batch_size
+        done = 0
+        for offset in range(0, len(items), size):
+            batch = items[offset : offset + size]
+            vectors = await self.embedder.embed_documents([text for _, text in batch])
+            if len(vectors) != len(batch):
+                raise ValueError("embedding model returned a different number of vectors")
+            await self.store.put_vectors(
+                scope_id,
+                profile.profile_id,
+                [
+                    (key, unit_vector(vector, profile.dimension))
+                    for (key, _), vector in zip(batch, vectors, strict=True)
+                ],
+            )
+            done += len(batch)
+            if progress is not None:
+                progress(start + done, total if total is not None else len(items))
+        return done
+
+    async def pending_vectors(self, scope_id: str) -> int:
+        if self.embedder is None:
+            return 0
+        head = await self.store.head(scope_id)
+        if head is None:
+            return 0
+        return await self.store.missing_vector_count(
+            scope_id, head, self.embedder.profile.profile_id
+        )
+
+    async def reindex(self, scope_id: str, progress: ProgressCallback | None = None) -> int:
+        """Embed every active entry lacking a vector of the current profile; returns the count."""
+        if self.embedder is None:
+            raise CapabilityNotSupportedError(
+                "reindex needs an embedding model; configure "
+                "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL"
+            )
+        total = await self.pending_vectors(scope_id)
+        done = 0
+        while True:
+            batch = await self.store.versions_missing_vectors(
+                scope_id, self.embedder.profile.profile_id, limit=1024
+            )
+            if not batch:
+                return done
+            done += await self._embed_and_store(
+                scope_id, [(v.key, v.text) for v in batch], progress, max(total, done), done
+            )
+
+    # ---- reads -----------------------------------------------------------------------------
+
+    async def get(self, scope_id: str, citation: MemoryCitation) -> MemoryEntry | None:
+        if citation.memory_ref.scope_id != scope_id:
+            return None
+        stored = await self.store.get_version(scope_id, citation.entry_version_id)
+        if stored is None or stored.entry_id != citation.entry_id:
+            return None
+        return _entry(scope_id, citation.memory_ref.revision, stored)
+
+    async def list(
+        self,
+        scope_id: str,
+        *,
+        revision: int | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+    ) -> MemoryEntriesPage:
+        if not 1 <= limit <= 1000:
+            raise MemoryValidationError("limit must be between 1 and 1000")
+        head = await self.store.head(scope_id)
+        if head is None:
+            return MemoryEntriesPage(memory_ref=None, entries=())
+        at = head if revision is None else revision
+        if not 1 <= at <= head:
+            raise NotFoundError(f"scope {scope_id!r} has no revision {at}")
+        after = _parse_cursor(cursor, at)
+        rows = await self.store.list_versions(scope_id, at, after_key=after, limit=limit + 1)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        entries = tuple(_entry(scope_id, at, row) for row in rows)
+        next_cursor = f"{at}:{rows[-1].key}" if more and rows else None
+        return MemoryEntriesPage(
+            memory_ref=MemoryRef(scope_id=scope_id, revision=at),
+            entries=entries,
+            next_cursor=next_cursor,
+        )
+
+    async def changes(
+        self, scope_id: str, *, since_revision: int = 0, limit: int = 1000
+    ) -> MemoryChangesPage:
+        if since_revision < 0 or not 1 <= limit <= 10_000:
+            raise MemoryValidationError("since_revision must be >= 0 and limit 1..10000")
+        head = await self.store.head(scope_id)
+        changes = await self.store.changes(scope_id, since_revision, limit=limit)
+        next_since = changes[-1].revision if changes else since_revision
+        return MemoryChangesPage(
+            memory_ref=MemoryRef(scope_id=scope_id, revision=head) if head else None,
+            changes=tuple(changes),
+            next_since_revision=next_since,
+        )
+
+    async def head(self, scope_id: str) -> MemoryRef | None:
+        head = await self.store.head(scope_id)
+        return MemoryRef(scope_id=scope_id, revision=head) if head else None
+
+    # ---- search ----------------------------------------------------------------------------
+
+    async def search(self, scope_id: str, request: SearchMemoryRequest) -> MemorySearchPage:
+        page = await run_search(self, scope_id, request)
+        if self._observer is not None:
+            trace = page.rerank
+            self._observer(
+                SearchObservation(
+                    mode=page.mode,
+                    hits=len(page.hits),
+                    reranked=trace is not None,
+                    used_fallback=bool(trace and trace.used_fallback),
+                    rerank_latency_ms=trace.latency_ms if trace else 0.0,
+                )
+            )
+        return page
+
+
+def _parse_cursor(cursor: str | None, revision: int) -> int | None:
+    if cursor is None:
+        return None
+    try:
+        at, key = (int(part) for part in cursor.split(":", 1))
+    except ValueError as exc:
+        raise MemoryValidationError("invalid cursor") from exc
+    if at != revision:
+        raise MemoryValidationError("the cursor belongs to another revision")
+    return key

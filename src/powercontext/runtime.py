@@ -1,0 +1,132 @@
+"""Composition: settings -> storage, embedder, reranker -> the Memory service.
+
+The only place that knows which adapter serves which port.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from powercontext.config import ServerSettings, env_name
+from powercontext.memory.errors import ConfigurationError
+from powercontext.memory.ports import EmbeddingModel, MemoryReranker, MemoryStore
+from powercontext.memory.search.analyze import AnalyzerConfig
+from powercontext.memory.service import MemoryService, SearchConfig, SearchObserver
+
+log = logging.getLogger("powercontext.runtime")
+
+ReindexProgress = Callable[[str, int, int], None]
+
+
+@dataclass
+class Runtime:
+    """An open PowerContext: `runtime.memory.for_scope(scope_id)` is the Memory of a scope."""
+
+    settings: ServerSettings
+    store: MemoryStore
+    memory: MemoryService
+
+    @property
+    def embedding_model(self) -> EmbeddingModel | None:
+        return self.memory.embedder
+
+    @property
+    def memory_reranker(self) -> MemoryReranker | None:
+        return self.memory.reranker
+
+    async def reindex(self, progress: ReindexProgress | None = None) -> dict[str, int]:
+        """Embed every active entry of every scope that lacks a vector of the current profile."""
+        counts: dict[str, int] = {}
+        for scope_id in await self.store.scope_ids():
+
+            def report(done: int, total: int, scope_id: str = scope_id) -> None:
+                if progress is not None:
+                    progress(scope_id, done, total)
+
+            counts[scope_id] = await self.memory.reindex(scope_id, report)
+        return counts
+
+
+def search_config(settings: ServerSettings) -> SearchConfig:
+    runtime = settings.runtime
+    return SearchConfig(
+        candidate_limit=runtime.memory_rerank_candidate_limit,
+        min_similarity=runtime.search_min_similarity,
+        rrf_k=runtime.search_rrf_k,
+        weight_fts=runtime.search_rrf_weight_fts,
+        weight_vector=runtime.search_rrf_weight_vector,
+        analyzer=AnalyzerConfig(
+            language=runtime.analyzer_language,
+            drop_query_stopwords=runtime.analyzer_drop_query_stopwords,
+        ),
+        max_batch_entries=runtime.max_batch_entries,
+        embedding_batch_size=runtime.embedding_batch_size,
+    )
+
+
+def build_reranker(settings: ServerSettings) -> MemoryReranker | None:
+    """The configured built-in reranker, or None when reranking is disabled."""
+    if not settings.runtime.memory_rerank_enabled:
+        return None
+    if settings.inference.generation_model is None:
+        raise ConfigurationError(
+            f"{env_name('runtime', 'memory_rerank_enabled')}=true needs a generation model: set "
+            f"{env_name('inference', 'generation_model')} (provider:model-name) or inject a "
+            "MemoryReranker with open_runtime(..., memory_reranker=...)"
+        )
+    from powercontext.inference.pydantic_ai import build_generation_reranker
+
+    return build_generation_reranker(settings)
+
+
+def build_embedder(settings: ServerSettings) -> EmbeddingModel | None:
+    from powercontext.inference.embeddings import build_embedding_model
+
+    return build_embedding_model(settings.inference.embedding_model)
+
+
+@asynccontextmanager
+async def open_runtime(
+    settings: ServerSettings | None = None,
+    *,
+    embedding_model: EmbeddingModel | None = None,
+    memory_reranker: MemoryReranker | None = None,
+    store: MemoryStore | None = None,
+    search_observer: SearchObserver | None = None,
+) -> AsyncIterator[Runtime]:
+    """Open storage and models from `settings` (default: the environment).
+
+    `embedding_model=None` builds the configured one; an injected `memory_reranker` is applied
+    even when reranking is disabled in the settings (RFC: composition is explicit).
+    Configuration errors are raised before any storage is opened.
+    """
+    settings = settings if settings is not None else ServerSettings()
+    reranker = memory_reranker if memory_reranker is not None else build_reranker(settings)
+    embedder = embedding_model if embedding_model is not None else build_embedder(settings)
+    owned = store is None
+    if store is None:
+        from powercontext.storage import open_store
+
+        store = await open_store(settings.database.resolved_url())
+    service = MemoryService(
+        store,
+        embedder=embedder,
+        reranker=reranker,
+        config=search_config(settings),
+        observer=search_observer,
+    )
+    log.info(
+        "runtime open",
+        extra={
+            "embedding_profile": embedder.profile.profile_id if embedder else None,
+            "rerank_policy": reranker.policy_id if reranker else None,
+        },
+    )
+    try:
+        yield Runtime(settings=settings, store=store, memory=service)
+    finally:
+        if owned:
+            await store.close()

@@ -1,0 +1,187 @@
+"""Connections of one store: a single writer behind a lock and a small pool of readers.
+
+Every method here blocks; the store calls them from worker threads so the event loop never
+waits on SQLite. In WAL mode readers see committed snapshots while the writer works. An
+in-memory database exists only inside its one connection, so `:memory:` serves reads and
+writes from that connection, serialized by the writer lock.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from powercontext.memory.errors import StorageError
+from powercontext.storage.sqlite.errors import storage_error
+from powercontext.storage.sqlite.schema import migrate
+
+T = TypeVar("T")
+MEMORY = ":memory:"
+_PRAGMA_NAME = re.compile(r"^[a-z_]+$")
+_PRAGMA_VALUE = re.compile(r"^-?[A-Za-z0-9_]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionOptions:
+    busy_timeout_seconds: float = 10.0
+    """How long a writer waits for another process's write lock before a StorageError."""
+    readers: int = 3
+    synchronous: str = "FULL"
+    """FULL: a commit that returned survives power loss; NORMAL trades that for speed."""
+    pragmas: Mapping[str, int | str] = field(default_factory=dict)
+    """Extra PRAGMAs for every connection, applied after the defaults (e.g. cache_size)."""
+
+
+def _pragma_statements(options: ConnectionOptions) -> list[str]:
+    statements = [
+        f"PRAGMA busy_timeout = {int(options.busy_timeout_seconds * 1000)}",
+        "PRAGMA foreign_keys = ON",
+        f"PRAGMA synchronous = {options.synchronous}",
+    ]
+    for name, value in {"synchronous": options.synchronous, **options.pragmas}.items():
+        if not _PRAGMA_NAME.match(name) or not _PRAGMA_VALUE.match(str(value)):
+            raise StorageError(f"invalid SQLite pragma {name!r} = {value!r}")
+    statements.extend(f"PRAGMA {name} = {value}" for name, value in options.pragmas.items())
+    return statements
+
+
+def _connect(target: str, options: ConnectionOptions) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        target,
+        timeout=options.busy_timeout_seconds,
+        isolation_level=None,  # we issue BEGIN/COMMIT ourselves
+        check_same_thread=False,  # used by one worker thread at a time, under a lock
+    )
+    try:
+        for statement in _pragma_statements(options):
+            conn.execute(statement)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    # SQLite rolls some failures (SQLITE_FULL, I/O errors) back by itself.
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
+class ConnectionPool:
+    def __init__(self, writer: sqlite3.Connection, readers: list[sqlite3.Connection]) -> None:
+        self._writer = writer
+        self._write_lock = threading.Lock()
+        self._readers = readers
+        self._idle = list(readers)
+        self._cond = threading.Condition()
+        self._closed = False
+
+    @classmethod
+    def open(cls, target: str, options: ConnectionOptions) -> ConnectionPool:
+        """Open, configure and migrate. Blocking; raises StorageError on any SQLite failure."""
+        conns: list[sqlite3.Connection] = []
+        try:
+            if target != MEMORY:
+                Path(target).parent.mkdir(parents=True, exist_ok=True)
+            writer = _connect(target, options)
+            conns.append(writer)
+            if target != MEMORY:
+                mode = writer.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise StorageError(f"could not switch {target} to WAL mode (got {mode})")
+            migrate(writer)
+            if target != MEMORY:
+                for _ in range(max(1, options.readers)):
+                    reader = _connect(target, options)
+                    conns.append(reader)
+                    reader.execute("PRAGMA query_only = ON")
+            return cls(writer, conns[1:])
+        except sqlite3.Error as exc:
+            for conn in conns:
+                conn.close()
+            raise storage_error(exc, f"opening {target}") from exc
+        except OSError as exc:
+            raise StorageError(f"cannot create the directory of {target}: {exc}") from exc
+        except BaseException:
+            for conn in conns:
+                conn.close()
+            raise
+
+    def write(self, work: Callable[[sqlite3.Connection], T], doing: str) -> T:
+        """Run `work` in one BEGIN IMMEDIATE transaction: all of it commits, or none."""
+        with self._write_lock:
+            self._check_open()
+            conn = self._writer
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                result = work(conn)
+                conn.execute("COMMIT")
+                return result
+            except sqlite3.Error as exc:
+                _rollback(conn)
+                raise storage_error(exc, doing) from exc
+            except BaseException:
+                _rollback(conn)
+                raise
+
+    def read(self, work: Callable[[sqlite3.Connection], T], doing: str) -> T:
+        """Run `work` in one read transaction, so all its statements see one snapshot."""
+        if not self._readers:
+            with self._write_lock:
+                self._check_open()
+                return self._read_on(self._writer, work, doing)
+        conn = self._acquire_reader()
+        try:
+            return self._read_on(conn, work, doing)
+        finally:
+            self._release_reader(conn)
+
+    @staticmethod
+    def _read_on(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], doing: str) -> T:
+        try:
+            conn.execute("BEGIN")
+            try:
+                return work(conn)
+            finally:
+                _rollback(conn)
+        except sqlite3.Error as exc:
+            raise storage_error(exc, doing) from exc
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError("the SQLite store is closed")
+
+    def _acquire_reader(self) -> sqlite3.Connection:
+        with self._cond:
+            while True:
+                self._check_open()
+                if self._idle:
+                    return self._idle.pop()
+                self._cond.wait()
+
+    def _release_reader(self, conn: sqlite3.Connection) -> None:
+        with self._cond:
+            self._idle.append(conn)
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """Wait for running work to finish, then close every connection."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._cond.notify_all()
+            while len(self._idle) < len(self._readers):
+                self._cond.wait()
+            for conn in self._readers:
+                conn.close()
+        with self._write_lock:
+            self._writer.close()

@@ -1,0 +1,150 @@
+"""Versioned schema migrations of the embedded store.
+
+Each migration is applied once, in its own write transaction, and recorded in
+`schema_migrations`. Migrations are append-only: never edit one that has shipped, add the next.
+
+A version is active at revision r when `added_revision <= r` and (`removed_revision` is null
+or `> r`): two integers per version record every revision's complete active set without
+copying it. Every table carries `scope_id` (the FTS table carries the scope's tag) so the data
+can later be distributed by scope.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+
+from powercontext.memory.errors import StorageError
+
+# The FTS table indexes the analyzer's space-joined tokens with the `ascii` tokenizer: it
+# splits only on ASCII separators and folds only ASCII case, so every token the analyzer
+# produced (already casefolded, CJK grams included) is indexed verbatim, independent of
+# SQLite's Unicode 6.1 tables. `scope_tag` ("s<scope_key>") lets MATCH itself restrict a
+# query to one scope; bm25 gives that column weight 0.
+_V1 = (
+    """
+    CREATE TABLE scopes (
+        scope_key INTEGER PRIMARY KEY,
+        scope_id TEXT NOT NULL UNIQUE,
+        head_revision INTEGER NOT NULL CHECK (head_revision >= 1),
+        created_at TEXT NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE revisions (
+        scope_id TEXT NOT NULL REFERENCES scopes (scope_id),
+        revision INTEGER NOT NULL CHECK (revision >= 1),
+        created_at TEXT NOT NULL,
+        active_count INTEGER NOT NULL CHECK (active_count >= 0),
+        change_count INTEGER NOT NULL,
+        PRIMARY KEY (scope_id, revision)
+    ) WITHOUT ROWID
+    """,
+    """
+    CREATE TABLE entry_versions (
+        key INTEGER PRIMARY KEY,
+        scope_id TEXT NOT NULL,
+        entry_id TEXT NOT NULL,
+        entry_version_id TEXT NOT NULL,
+        version INTEGER NOT NULL CHECK (version >= 1),
+        kind TEXT NOT NULL,
+        text TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        added_revision INTEGER NOT NULL,
+        removed_revision INTEGER,
+        FOREIGN KEY (scope_id, added_revision) REFERENCES revisions (scope_id, revision),
+        CHECK (removed_revision IS NULL OR removed_revision > added_revision)
+    )
+    """,
+    "CREATE UNIQUE INDEX entry_versions_by_id ON entry_versions (scope_id, entry_version_id)",
+    "CREATE UNIQUE INDEX entry_versions_by_entry ON entry_versions (scope_id, entry_id, version)",
+    # At most one active version per entry: a stale plan fails here instead of forking an entry.
+    """
+    CREATE UNIQUE INDEX entry_versions_one_active ON entry_versions (scope_id, entry_id)
+    WHERE removed_revision IS NULL
+    """,
+    "CREATE INDEX entry_versions_by_key ON entry_versions (scope_id, key)",
+    "CREATE INDEX entry_versions_by_removal ON entry_versions (scope_id, removed_revision)",
+    """
+    CREATE TABLE changes (
+        scope_id TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        op TEXT NOT NULL CHECK (op IN ('add', 'revise', 'retire', 'reactivate')),
+        entry_id TEXT NOT NULL,
+        entry_version_id TEXT NOT NULL,
+        previous_entry_version_id TEXT,
+        reason TEXT,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (scope_id, revision, seq),
+        FOREIGN KEY (scope_id, revision) REFERENCES revisions (scope_id, revision)
+    ) WITHOUT ROWID
+    """,
+    "CREATE VIRTUAL TABLE entry_fts USING fts5 (scope_tag, tokens, tokenize = 'ascii')",
+    """
+    CREATE TABLE entry_vectors (
+        vector_id INTEGER PRIMARY KEY AUTOINCREMENT,
+        scope_id TEXT NOT NULL,
+        profile_id TEXT NOT NULL,
+        key INTEGER NOT NULL REFERENCES entry_versions (key),
+        vector BLOB NOT NULL,
+        UNIQUE (scope_id, profile_id, key)
+    )
+    """,
+    # The vector cache refreshes incrementally: rows newer than the last vector_id it saw.
+    "CREATE INDEX entry_vectors_by_id ON entry_vectors (scope_id, profile_id, vector_id)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+"""MIGRATIONS[i] brings the schema from version i to version i + 1."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _applied_version(conn: sqlite3.Connection) -> int:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    if exists is None:
+        return 0
+    row = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+    return int(row[0])
+
+
+def _check_not_newer(version: int) -> None:
+    if version > SCHEMA_VERSION:
+        raise StorageError(
+            f"the database has schema version {version}, newer than the {SCHEMA_VERSION} this "
+            "PowerContext supports; upgrade PowerContext to open it"
+        )
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply every pending migration; returns the schema version. Safe when several processes
+    open the same file at once: each step re-reads the version inside its write transaction."""
+    version = _applied_version(conn)
+    _check_not_newer(version)
+    while version < SCHEMA_VERSION:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                "version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+            )
+            version = _applied_version(conn)
+            _check_not_newer(version)
+            if version < SCHEMA_VERSION:
+                for statement in MIGRATIONS[version]:
+                    conn.execute(statement)
+                version += 1
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
+                    (version, datetime.now(UTC).isoformat()),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    return version

@@ -1,0 +1,177 @@
+"""Exact vector search over an in-memory matrix per (scope, embedding profile).
+
+The stdlib sqlite3 of common Python builds cannot load vector extensions, so vectors live in
+`entry_vectors` as float32 blobs and search runs in numpy. The matrix holds every version that
+has a vector, with its added/removed revisions: a search at revision r masks the rows active
+at r, does one matrix-vector product and an argpartition. The cache refreshes incrementally
+from the database (vectors newer than the last vector_id seen, removals after the last head
+seen), so writes from other processes are picked up too.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from powercontext.memory.errors import MemoryValidationError, StorageError
+from powercontext.memory.ports import Vector, VectorCandidate
+
+NOT_REMOVED = np.iinfo(np.int64).max
+Int64Array = npt.NDArray[np.int64]
+
+
+def unit(vector: Vector) -> Vector:
+    """Unit-length float32 copy; a zero vector stays zero (it matches nothing)."""
+    array = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(array))
+    return array / norm if norm > 0 else array.copy()
+
+
+class VectorMatrix:
+    """The cached rows of one (scope, profile). Callers hold `lock` around refresh + use."""
+
+    def __init__(self, scope_id: str, profile_id: str) -> None:
+        self.scope_id = scope_id
+        self.profile_id = profile_id
+        self.lock = threading.Lock()
+        self.dimension = 0
+        self.size = 0
+        self.matrix = np.zeros((0, 0), dtype=np.float32)
+        self.keys: Int64Array = np.zeros(0, dtype=np.int64)
+        self.added: Int64Array = np.zeros(0, dtype=np.int64)
+        self.removed: Int64Array = np.zeros(0, dtype=np.int64)
+        self.row_of: dict[int, int] = {}
+        self.last_vector_id = 0
+        self.last_head = 0
+
+    def refresh(self, conn: sqlite3.Connection) -> None:
+        """Catch up with the database, within the caller's read transaction."""
+        head_row = conn.execute(
+            "SELECT head_revision FROM scopes WHERE scope_id = ?", (self.scope_id,)
+        ).fetchone()
+        head = int(head_row[0]) if head_row else 0
+        rows = conn.execute(
+            "SELECT e.vector_id, e.key, e.vector, v.added_revision, v.removed_revision "
+            "FROM entry_vectors e JOIN entry_versions v ON v.key = e.key "
+            "WHERE e.scope_id = ? AND e.profile_id = ? AND e.vector_id > ? "
+            "ORDER BY e.vector_id",
+            (self.scope_id, self.profile_id, self.last_vector_id),
+        ).fetchall()
+        if rows:
+            self._upsert(rows)
+        if head > self.last_head:
+            if self.last_head and self.size:
+                self._apply_removals(conn)
+            self.last_head = head
+
+    def _upsert(self, rows: Sequence[sqlite3.Row | tuple[object, ...]]) -> None:
+        dimension = len(rows[0][2]) // 4  # type: ignore[arg-type]
+        if self.dimension == 0:
+            self.dimension = dimension
+            self.matrix = np.zeros((0, dimension), dtype=np.float32)
+        blobs: list[bytes] = [row[2] for row in rows]  # type: ignore[misc]
+        if any(len(blob) != 4 * self.dimension for blob in blobs):
+            raise StorageError(
+                f"vectors of profile {self.profile_id!r} in scope {self.scope_id!r} "
+                "have mixed dimensions"
+            )
+        vectors = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(rows), self.dimension)
+        for index, row in enumerate(rows):
+            key = int(row[1])  # type: ignore[call-overload]
+            removed = NOT_REMOVED if row[4] is None else int(row[4])  # type: ignore[call-overload]
+            position = self.row_of.get(key)
+            if position is None:
+                position = self._append_slot()
+                self.row_of[key] = position
+            self.matrix[position] = vectors[index]
+            self.keys[position] = key
+            self.added[position] = int(row[3])  # type: ignore[call-overload]
+            self.removed[position] = removed
+        self.last_vector_id = int(rows[-1][0])  # type: ignore[call-overload]
+
+    def _append_slot(self) -> int:
+        if self.size == self.matrix.shape[0]:
+            capacity = max(1024, 2 * self.size)
+            self.matrix = _grow(self.matrix, capacity)
+            self.keys = _grow(self.keys, capacity)
+            self.added = _grow(self.added, capacity)
+            self.removed = _grow(self.removed, capacity)
+        self.size += 1
+        return self.size - 1
+
+    def _apply_removals(self, conn: sqlite3.Connection) -> None:
+        for key, removed in conn.execute(
+            "SELECT key, removed_revision FROM entry_versions "
+            "WHERE scope_id = ? AND removed_revision > ?",
+            (self.scope_id, self.last_head),
+        ):
+            position = self.row_of.get(int(key))
+            if position is not None:
+                self.removed[position] = int(removed)
+
+    def _active(self, revision: int) -> npt.NDArray[np.bool_]:
+        n = self.size
+        mask: npt.NDArray[np.bool_] = (self.added[:n] <= revision) & (
+            self.removed[:n] > revision
+        )
+        return mask
+
+    def active_count(self, revision: int) -> int:
+        return int(np.count_nonzero(self._active(revision)))
+
+    def search(self, revision: int, query: Vector, limit: int) -> list[VectorCandidate]:
+        if self.size == 0 or limit <= 0:
+            return []
+        q = unit(query)
+        if q.shape[0] != self.dimension:
+            raise MemoryValidationError(
+                f"query vector has {q.shape[0]} dimensions; profile {self.profile_id!r} "
+                f"stores {self.dimension}"
+            )
+        rows = np.flatnonzero(self._active(revision))
+        if rows.size == 0:
+            return []
+        similarities = self.matrix[: self.size] @ q
+        candidates = similarities[rows]
+        take = min(limit, rows.size)
+        if take < rows.size:
+            best = np.argpartition(-candidates, take - 1)[:take]
+        else:
+            best = np.arange(rows.size)
+        keys = self.keys[rows[best]]
+        order = np.lexsort((keys, -candidates[best]))  # best first; ties by key
+        return [
+            VectorCandidate(key=int(keys[i]), similarity=float(candidates[best[i]]))
+            for i in order
+        ]
+
+
+def _grow(array: npt.NDArray[np.generic], capacity: int) -> npt.NDArray[np.generic]:
+    grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
+    grown[: array.shape[0]] = array
+    return grown
+
+
+class VectorCache:
+    """Matrices by (scope, profile), least recently used evicted beyond `max_matrices`."""
+
+    def __init__(self, max_matrices: int = 64) -> None:
+        self._max = max_matrices
+        self._matrices: OrderedDict[tuple[str, str], VectorMatrix] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, scope_id: str, profile_id: str) -> VectorMatrix:
+        with self._lock:
+            matrix = self._matrices.get((scope_id, profile_id))
+            if matrix is None:
+                matrix = VectorMatrix(scope_id, profile_id)
+                self._matrices[(scope_id, profile_id)] = matrix
+            self._matrices.move_to_end((scope_id, profile_id))
+            while len(self._matrices) > self._max:
+                self._matrices.popitem(last=False)
+            return matrix

@@ -1,0 +1,267 @@
+"""The write transactions: commit (a compare-and-swap on the scope head) and put_vectors.
+
+Each function runs inside the writer's BEGIN IMMEDIATE transaction. SQLite admits one writer
+per database file at a time, across processes, so the head read here cannot move before
+COMMIT; the head UPDATE also names the head it read, so the swap is stated in SQL too.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+
+import numpy as np
+
+from powercontext.memory.errors import MemoryValidationError, NotFoundError, RevisionConflictError
+from powercontext.memory.ports import CommitResult, NewVersion, PlannedChange, Vector
+from powercontext.storage.sqlite.vectors import unit
+
+CHUNK = 500
+"""Bound parameters per IN (...) list; below every SQLite build's variable limit."""
+
+_CARRIES_NEW = {"add": True, "revise": True, "reactivate": True, "retire": False}
+_RETIRES = {"add": False, "revise": True, "reactivate": False, "retire": True}
+
+
+def chunks(items: Sequence[object], size: int = CHUNK) -> Iterator[Sequence[object]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def encode_metadata(metadata: dict[str, object]) -> str:
+    try:
+        return json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise MemoryValidationError(f"metadata must be a JSON object: {exc}") from exc
+
+
+def validate_plan(changes: Sequence[PlannedChange]) -> None:
+    """Shape checks that need no database; run before the transaction opens."""
+    if not changes:
+        raise MemoryValidationError("a commit needs at least one change")
+    for index, change in enumerate(changes):
+        if change.op not in _CARRIES_NEW:
+            raise MemoryValidationError(f"change {index}: unknown op {change.op!r}")
+        if _CARRIES_NEW[change.op] != (change.new is not None):
+            raise MemoryValidationError(
+                f"change {index}: op {change.op!r} "
+                + ("needs a new version" if _CARRIES_NEW[change.op] else "takes no new version")
+            )
+        if _RETIRES[change.op] != (change.previous_entry_version_id is not None):
+            raise MemoryValidationError(
+                f"change {index}: op {change.op!r} "
+                + ("needs" if _RETIRES[change.op] else "takes no")
+                + " previous_entry_version_id"
+            )
+        if change.new is not None and change.new.version < 1:
+            raise MemoryValidationError(f"change {index}: version must be >= 1")
+
+
+def _conflict(message: str, expected: int | None, actual: int | None) -> RevisionConflictError:
+    return RevisionConflictError(message, expected=expected, actual=actual)
+
+
+def _retired_entries(
+    conn: sqlite3.Connection, scope_id: str, previous_ids: list[str], expected: int | None
+) -> dict[str, str]:
+    """entry_id of every version to retire; each must exist and still be active."""
+    if len(set(previous_ids)) != len(previous_ids):
+        raise _conflict("one commit retires the same entry version twice", expected, expected)
+    found: dict[str, tuple[str, int | None]] = {}
+    for part in chunks(previous_ids):
+        marks = ",".join("?" * len(part))
+        for version_id, entry_id, removed in conn.execute(
+            "SELECT entry_version_id, entry_id, removed_revision FROM entry_versions "
+            f"WHERE scope_id = ? AND entry_version_id IN ({marks})",
+            (scope_id, *part),
+        ):
+            found[version_id] = (entry_id, removed)
+    for version_id in previous_ids:
+        if version_id not in found:
+            raise _conflict(f"entry version {version_id!r} does not exist", expected, expected)
+        if found[version_id][1] is not None:
+            raise _conflict(
+                f"entry version {version_id!r} was retired at revision {found[version_id][1]}",
+                expected,
+                expected,
+            )
+    return {version_id: entry_id for version_id, (entry_id, _) in found.items()}
+
+
+def commit(
+    conn: sqlite3.Connection,
+    scope_id: str,
+    expected_head: int | None,
+    changes: Sequence[PlannedChange],
+    now: datetime,
+) -> CommitResult:
+    expected = expected_head or None  # 0 and None both mean "no revision yet"
+    row = conn.execute(
+        "SELECT scope_key, head_revision FROM scopes WHERE scope_id = ?", (scope_id,)
+    ).fetchone()
+    actual: int | None = int(row[1]) if row else None
+    if expected != actual:
+        raise _conflict(
+            f"scope {scope_id!r} is at revision {actual or 0}, expected {expected or 0}",
+            expected,
+            actual,
+        )
+    revision = (actual or 0) + 1
+    created_at = now.isoformat()
+    if row is None:
+        cursor = conn.execute(
+            "INSERT INTO scopes (scope_id, head_revision, created_at) VALUES (?, ?, ?)",
+            (scope_id, revision, created_at),
+        )
+        scope_key = int(cursor.lastrowid or 0)
+        previous_active = 0
+    else:
+        scope_key = int(row[0])
+        swapped = conn.execute(
+            "UPDATE scopes SET head_revision = ? WHERE scope_key = ? AND head_revision = ?",
+            (revision, scope_key, actual),
+        )
+        if swapped.rowcount != 1:
+            raise _conflict(f"scope {scope_id!r} head moved during commit", expected, None)
+        active_row = conn.execute(
+            "SELECT active_count FROM revisions WHERE scope_id = ? AND revision = ?",
+            (scope_id, actual),
+        ).fetchone()
+        previous_active = int(active_row[0]) if active_row else 0
+
+    previous_ids = [c.previous_entry_version_id for c in changes if c.previous_entry_version_id]
+    retired = _retired_entries(conn, scope_id, previous_ids, expected)
+    news = [c.new for c in changes if c.new is not None]
+    for change in changes:
+        if change.op == "revise" and change.new and change.previous_entry_version_id:
+            if retired[change.previous_entry_version_id] != change.new.entry_id:
+                raise MemoryValidationError(
+                    f"revise of entry {change.new.entry_id!r} names a version of another entry"
+                )
+
+    conn.execute(
+        "INSERT INTO revisions (scope_id, revision, created_at, active_count, change_count) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (scope_id, revision, created_at, previous_active + len(news) - len(previous_ids),
+         len(changes)),
+    )
+    if previous_ids:
+        updated = conn.executemany(
+            "UPDATE entry_versions SET removed_revision = ? "
+            "WHERE scope_id = ? AND entry_version_id = ? AND removed_revision IS NULL",
+            [(revision, scope_id, version_id) for version_id in previous_ids],
+        )
+        if updated.rowcount != len(previous_ids):
+            raise _conflict("an entry version to retire is no longer active", expected, actual)
+    keys = _insert_versions(conn, scope_id, scope_key, revision, created_at, news, expected)
+    conn.executemany(
+        "INSERT INTO changes (scope_id, revision, seq, op, entry_id, entry_version_id, "
+        "previous_entry_version_id, reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                scope_id,
+                revision,
+                seq,
+                change.op,
+                change.new.entry_id if change.new else retired[change.previous_entry_version_id or ""],
+                change.new.entry_version_id if change.new else change.previous_entry_version_id,
+                change.previous_entry_version_id,
+                change.reason,
+                created_at,
+            )
+            for seq, change in enumerate(changes, start=1)
+        ],
+    )
+    return CommitResult(revision=revision, created_at=now, keys=keys)
+
+
+def _insert_versions(
+    conn: sqlite3.Connection,
+    scope_id: str,
+    scope_key: int,
+    revision: int,
+    created_at: str,
+    news: list[NewVersion],
+    expected: int | None,
+) -> tuple[int, ...]:
+    if not news:
+        return ()
+    # Keys are assigned here, not by SQLite, so executemany can insert the batch and the FTS
+    # rows in two statements; no other writer can insert while this transaction holds the lock.
+    base = int(conn.execute("SELECT coalesce(max(key), 0) FROM entry_versions").fetchone()[0])
+    keys = tuple(range(base + 1, base + 1 + len(news)))
+    try:
+        conn.executemany(
+            "INSERT INTO entry_versions (key, scope_id, entry_id, entry_version_id, version, "
+            "kind, text, metadata, created_at, added_revision) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (key, scope_id, new.entry_id, new.entry_version_id, new.version, new.kind,
+                 new.text, encode_metadata(new.metadata), created_at, revision)
+                for key, new in zip(keys, news, strict=True)
+            ],
+        )
+    except sqlite3.IntegrityError as exc:
+        raise _conflict(
+            f"a new entry version collides with a stored one ({exc})", expected, expected
+        ) from exc
+    tag = f"s{scope_key}"
+    conn.executemany(
+        "INSERT INTO entry_fts (rowid, scope_tag, tokens) VALUES (?, ?, ?)",
+        [(key, tag, new.index_tokens) for key, new in zip(keys, news, strict=True)],
+    )
+    return keys
+
+
+def encode_vectors(items: Sequence[tuple[int, Vector]]) -> list[tuple[int, bytes]]:
+    """Unit float32 little-endian blobs; every vector finite and of one dimension."""
+    encoded: list[tuple[int, bytes]] = []
+    dimension: int | None = None
+    for key, vector in items:
+        array = np.asarray(vector, dtype=np.float32)
+        if array.ndim != 1 or array.shape[0] == 0:
+            raise MemoryValidationError("a vector must be a non-empty 1-D array")
+        if not np.all(np.isfinite(array)):
+            raise MemoryValidationError(f"the vector of key {key} has NaN or infinite values")
+        if dimension is not None and array.shape[0] != dimension:
+            raise MemoryValidationError("vectors of one call must share one dimension")
+        dimension = array.shape[0]
+        encoded.append((int(key), unit(array).astype("<f4").tobytes()))
+    return encoded
+
+
+def put_vectors(
+    conn: sqlite3.Connection, scope_id: str, profile_id: str, items: list[tuple[int, bytes]]
+) -> None:
+    stored = conn.execute(
+        "SELECT length(vector) FROM entry_vectors WHERE scope_id = ? AND profile_id = ? LIMIT 1",
+        (scope_id, profile_id),
+    ).fetchone()
+    if stored is not None and int(stored[0]) != len(items[0][1]):
+        raise MemoryValidationError(
+            f"profile {profile_id!r} stores {int(stored[0]) // 4}-dimensional vectors; "
+            f"got {len(items[0][1]) // 4}"
+        )
+    wanted = sorted({key for key, _ in items})
+    known: set[int] = set()
+    for part in chunks(wanted):
+        marks = ",".join("?" * len(part))
+        known.update(
+            int(row[0])
+            for row in conn.execute(
+                f"SELECT key FROM entry_versions WHERE scope_id = ? AND key IN ({marks})",
+                (scope_id, *part),
+            )
+        )
+    missing = [key for key in wanted if key not in known]
+    if missing:
+        raise NotFoundError(f"scope {scope_id!r} has no entry versions with keys {missing[:5]}")
+    # REPLACE deletes the old row and inserts a new one with a fresh AUTOINCREMENT vector_id,
+    # which is how the vector cache learns that a key's vector changed.
+    conn.executemany(
+        "INSERT OR REPLACE INTO entry_vectors (scope_id, profile_id, key, vector) "
+        "VALUES (?, ?, ?, ?)",
+        [(scope_id, profile_id, key, blob) for key, blob in items],
+    )

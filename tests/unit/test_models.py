@@ -1,0 +1,39 @@
+import pytest
+from pydantic import ValidationError
+
+from powercontext.memory import RememberMemoryRequest, SearchMemoryRequest
+
+
+def test_query_is_nfc_and_stripped() -> None:
+    assert SearchMemoryRequest(query="  cafe\u0301 ").query == "caf\u00e9"
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\x00", "a\x00b", "x" * 8193, "\ud800"])
+def test_bad_queries_are_rejected_clearly(query: str) -> None:
+    with pytest.raises(ValidationError):
+        SearchMemoryRequest(query=query)
+
+
+def test_query_bound_is_in_utf8_bytes() -> None:
+    SearchMemoryRequest(query="é" * 4096)  # 8192 bytes
+    with pytest.raises(ValidationError, match="UTF-8 bytes"):
+        SearchMemoryRequest(query="é" * 4097)
+
+
+@pytest.mark.parametrize("limit", [0, 101])
+def test_limit_bounds(limit: int) -> None:
+    with pytest.raises(ValidationError):
+        SearchMemoryRequest(query="q", limit=limit)
+
+
+def test_text_and_metadata_bounds() -> None:
+    with pytest.raises(ValidationError):
+        RememberMemoryRequest(text="x" * 8193)
+    with pytest.raises(ValidationError, match="metadata"):
+        RememberMemoryRequest(text="x", metadata={"k": "v" * 20000})
+    with pytest.raises(ValidationError, match="JSON"):
+        RememberMemoryRequest(text="x", metadata={"k": float("nan")})
+
+
+def test_emoji_and_cjk_are_fine() -> None:
+    assert RememberMemoryRequest(text="🎉 中文").text == "🎉 中文"
