@@ -41,7 +41,9 @@ async def test_remember_and_search_every_mode(runtime: Runtime) -> None:
     await _seed(runtime)
     memory = runtime.memory.for_scope("project")
     for mode in ("fts", "vector", "hybrid", "auto"):
-        page = await memory.search(SearchMemoryRequest(query="when do we deploy billing", mode=mode))
+        page = await memory.search(
+            SearchMemoryRequest(query="when do we deploy billing", mode=mode)
+        )
         assert page.hits, mode
         assert "deploy" in page.hits[0].text
         assert page.mode == ("hybrid" if mode == "auto" else mode)
@@ -198,7 +200,10 @@ async def test_query_embedding_failure_in_explicit_mode_is_a_capability_error(
 async def test_fts_syntax_and_unicode_queries_never_crash(runtime: Runtime, query: str) -> None:
     memory = runtime.memory.for_scope("syntax")
     await memory.remember_many(
-        [RememberMemoryRequest(text=t) for t in ["中文检索很好用", "OR gates and NEAR fields", "🎉"]]
+        [
+            RememberMemoryRequest(text=t)
+            for t in ["中文检索很好用", "OR gates and NEAR fields", "🎉"]
+        ]
     )
     page = await memory.search(SearchMemoryRequest(query=query, mode="fts"))
     assert len(page.hits) <= 10
@@ -207,7 +212,10 @@ async def test_fts_syntax_and_unicode_queries_never_crash(runtime: Runtime, quer
 async def test_cjk_search_finds_chinese_and_japanese(runtime: Runtime) -> None:
     memory = runtime.memory.for_scope("cjk")
     await memory.remember_many(
-        [RememberMemoryRequest(text=t) for t in ["我们周五部署服务", "東京で会議があります", "plain"]]
+        [
+            RememberMemoryRequest(text=t)
+            for t in ["我们周五部署服务", "東京で会議があります", "plain"]
+        ]
     )
     zh = await memory.search(SearchMemoryRequest(query="部署", mode="fts"))
     ja = await memory.search(SearchMemoryRequest(query="会議", mode="fts"))
@@ -235,7 +243,10 @@ async def test_ten_thousand_entries_in_one_revision(db_path: Path) -> None:
     async with open_runtime(sqlite_settings(db_path, "none")) as rt:
         memory = rt.memory.for_scope("bulk")
         result = await memory.remember_many(
-            [RememberMemoryRequest(text=f"entry number {i} about topic {i % 97}") for i in range(10_000)]
+            [
+                RememberMemoryRequest(text=f"entry number {i} about topic {i % 97}")
+                for i in range(10_000)
+            ]
         )
         assert result.memory_ref.revision == 1 and len(result.entries) == 10_000
         page = await memory.search(SearchMemoryRequest(query="topic 42", limit=100, mode="fts"))

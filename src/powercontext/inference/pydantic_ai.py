@@ -19,7 +19,6 @@ from pydantic_ai import (
     AgentRunError,
     ConcurrencyLimitExceeded,
     ModelAPIError,
-    ModelConnectionError,
     ModelHTTPError,
     ModelRequestTimeout,
     ModelTimeoutError,
@@ -51,6 +50,7 @@ from powercontext.memory.models import (
 )
 from powercontext.memory.rerank.listwise import (
     LISTWISE_INSTRUCTIONS,
+    OUTPUT_TOOL_NAME,
     POLICY_ID,
     build_listwise_prompt,
 )
@@ -58,13 +58,11 @@ from powercontext.memory.rerank.listwise import (
 if TYPE_CHECKING:
     from powercontext.config import ServerSettings
 
-OUTPUT_TOOL_NAME: Final = "select_ranks"
 
-
+# The only output the reranker accepts. Strict ints: "3", 3.0 or true are invalid, so the model is
+# asked again rather than having its answer guessed. No docstring: pydantic-ai would send it to
+# the model as part of the tool description.
 class RankSelection(BaseModel):
-    """The only output the reranker accepts: integer ranks. `"3"`, `3.0` or `true` are invalid,
-    so the model is asked again rather than having its answer guessed."""
-
     ranks: list[StrictInt] = Field(
         description=(
             "Ranks of the selected candidates, best first, each at most once; "
@@ -84,11 +82,13 @@ def _run_usage(usage: RunUsage) -> InferenceUsage:
     )
 
 
-def map_inference_error(exc: BaseException, *, operation: str) -> InferenceError | None:
-    """The domain error for a failure of `operation`, or None when `exc` is not an inference
-    failure (a programming error should surface as itself).
+def map_inference_error(exc: Exception, *, operation: str) -> InferenceError:
+    """The fail-closed domain error for any failure raised while `operation` ran in pydantic-ai.
 
-    Messages name the error class and, for HTTP errors, the status code: never the body.
+    Nothing of ours runs inside a pydantic-ai call (no tools, no validators), so even an
+    exception of an unexpected type there means the model, provider or SDK broke; it is invalid
+    output rather than a raw exception escaping. Messages name the error class and, for HTTP
+    errors, the status code: never the body.
     """
     kind = type(exc).__name__
     if isinstance(exc, TimeoutError | ModelTimeoutError | ModelRequestTimeout):
@@ -97,18 +97,17 @@ def map_inference_error(exc: BaseException, *, operation: str) -> InferenceError
         return InferenceUnavailableError(
             f"{operation} failed: the provider answered HTTP {exc.status_code} ({kind})"
         )
-    if isinstance(exc, ModelConnectionError | ModelAPIError | ConcurrencyLimitExceeded):
+    if isinstance(exc, ModelAPIError | ConcurrencyLimitExceeded | OSError):
         return InferenceUnavailableError(
             f"{operation} failed: the provider is unavailable ({kind})"
         )
     if isinstance(exc, UnexpectedModelBehavior | UsageLimitExceeded):
         return InvalidInferenceOutputError(
-            f"{operation} failed: the model gave no valid output within the allowed requests "
-            f"({kind})"
+            f"{operation} failed: the model's output was invalid ({kind})"
         )
     if isinstance(exc, AgentRunError | UserError):
         return InferenceUnavailableError(f"{operation} failed: the model cannot serve it ({kind})")
-    return None
+    return InvalidInferenceOutputError(f"{operation} failed unexpectedly ({kind})")
 
 
 def _resolve_model(model: str | Model) -> Model:
@@ -175,10 +174,7 @@ class PydanticAIListwiseReranker:
             async with asyncio.timeout(self.timeout_seconds):
                 result = await self._agent.run(prompt.text, usage_limits=self._usage_limits)
         except Exception as exc:
-            mapped = map_inference_error(exc, operation="memory rerank")
-            if mapped is None:
-                raise
-            raise mapped from exc
+            raise map_inference_error(exc, operation="memory rerank") from exc
         return MemoryRerankDecision(
             selected_ranks=tuple(result.output.ranks),
             usage=_run_usage(result.usage),
@@ -210,13 +206,40 @@ KNOWN_EMBEDDING_DIMENSIONS: Final[dict[str, int]] = {
 """Native dimensions of common models, so their profile is known without a probe request."""
 
 
+async def generate_text(
+    model: str | Model,
+    *,
+    system: str,
+    prompt: str,
+    timeout_seconds: float,
+    max_requests: int,
+) -> str:
+    """One plain-text generation at temperature 0, with the reranker's fail-closed errors.
+
+    For evaluation code (answers, judges) that must not import pydantic-ai itself.
+    """
+    agent: Agent[None, str] = Agent(
+        _resolve_model(model),
+        instructions=system,
+        model_settings=ModelSettings(temperature=0.0, timeout=timeout_seconds, max_retries=0),
+        name="powercontext-text",
+    )
+    try:
+        async with asyncio.timeout(timeout_seconds):
+            result = await agent.run(prompt, usage_limits=UsageLimits(request_limit=max_requests))
+    except Exception as exc:
+        raise map_inference_error(exc, operation="text generation") from exc
+    return result.output
+
+
 class PydanticAIEmbeddingModel:
     """An EmbeddingModel over pydantic-ai's embeddings API (`openai:`, `ollama:`, `cohere:`...).
 
-    The profile id is the spec string itself: a different model is a different vector space.
-    The dimension comes from `dimension`, else from the table of known models, else from the
-    first embedding call. Until then `profile` raises; `await ensure_profile()` makes one probe
-    request so a runtime can learn it at startup.
+    The profile id is the spec string (for an injected pydantic-ai model, `system:model_name`):
+    a different model is a different vector space. The profile must be known before the first
+    vector is stored, so the dimension comes from `dimension`, else from the table of known
+    models; for any other model use `await PydanticAIEmbeddingModel.open(spec)`, which asks the
+    model once. Every later response is checked against that dimension.
     """
 
     def __init__(
@@ -226,48 +249,51 @@ class PydanticAIEmbeddingModel:
         dimension: int | None = None,
         timeout_seconds: float = 60.0,
     ) -> None:
+        model, profile_id = _resolve_embedder(spec)
+        if dimension is None:
+            dimension = KNOWN_EMBEDDING_DIMENSIONS.get(model.model_name)
+        if dimension is None:
+            raise ConfigurationError(
+                f"the dimension of embedding model {profile_id!r} is unknown: pass dimension= "
+                "or open it with `await PydanticAIEmbeddingModel.open(...)`, which probes it"
+            )
+        self._setup(model, profile_id, dimension, timeout_seconds)
+
+    def _setup(
+        self, model: PydanticAIEmbedder, profile_id: str, dimension: int, timeout_seconds: float
+    ) -> None:
         if not (timeout_seconds > 0 and math.isfinite(timeout_seconds)):
             raise ValueError("timeout_seconds must be a positive number")
-        if isinstance(spec, str):
-            self.profile_id = spec
-            try:
-                self.model = infer_embedding_model(spec)
-            except (UserError, ValueError, ImportError) as exc:
-                raise ConfigurationError(
-                    f"{env_name('inference', 'embedding_model')}={spec!r} cannot be used: {exc}"
-                ) from exc
-        else:
-            self.model = spec
-            self.profile_id = f"{spec.system}:{spec.model_name}"
-        if dimension is None:
-            dimension = KNOWN_EMBEDDING_DIMENSIONS.get(self.model.model_name)
+        try:
+            self.profile = EmbeddingProfile(profile_id=profile_id, dimension=dimension)
+        except ValueError as exc:
+            raise ConfigurationError(f"embedding model {profile_id!r}: {exc}") from exc
+        self.model = model
         self.timeout_seconds = timeout_seconds
-        self._profile: EmbeddingProfile | None = (
-            None if dimension is None else self._make_profile(dimension)
-        )
-        self._probe_lock = asyncio.Lock()
 
-    def _make_profile(self, dimension: int) -> EmbeddingProfile:
-        return EmbeddingProfile(profile_id=self.profile_id, dimension=dimension)
-
-    @property
-    def profile(self) -> EmbeddingProfile:
-        if self._profile is None:
-            raise ConfigurationError(
-                f"the dimension of embedding model {self.profile_id!r} is not known yet: await "
-                "ensure_profile() once, or pass dimension="
+    @classmethod
+    async def open(
+        cls,
+        spec: str | PydanticAIEmbedder,
+        *,
+        dimension: int | None = None,
+        timeout_seconds: float = 60.0,
+    ) -> PydanticAIEmbeddingModel:
+        """Like the constructor, but learns an unknown dimension with one probe request."""
+        model, profile_id = _resolve_embedder(spec)
+        if dimension is None:
+            dimension = KNOWN_EMBEDDING_DIMENSIONS.get(model.model_name)
+        if dimension is None:
+            operation = f"probing embedding model {profile_id!r}"
+            vectors = await _embed_bounded(
+                model, ["dimension probe"], "document", timeout_seconds, operation
             )
-        return self._profile
-
-    @profile.setter
-    def profile(self, value: EmbeddingProfile) -> None:
-        self._profile = value
-
-    async def ensure_profile(self) -> EmbeddingProfile:
-        async with self._probe_lock:
-            if self._profile is None:
-                await self._embed(["dimension probe"], "document")
-        return self.profile
+            if len(vectors) != 1 or not vectors[0]:
+                raise InvalidInferenceOutputError(f"{operation} returned no vector")
+            dimension = len(vectors[0])
+        instance = cls.__new__(cls)
+        instance._setup(model, profile_id, dimension, timeout_seconds)
+        return instance
 
     async def embed_documents(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
         return await self._embed(list(texts), "document")
@@ -280,39 +306,44 @@ class PydanticAIEmbeddingModel:
     ) -> Sequence[Sequence[float]]:
         if not texts:
             return []
-        operation = f"embedding with {self.profile_id!r}"
-        try:
-            async with asyncio.timeout(self.timeout_seconds):
-                result = await self.model.embed(texts, input_type=input_type)
-        except Exception as exc:
-            mapped = map_inference_error(exc, operation=operation)
-            if mapped is None:
-                raise
-            raise mapped from exc
-        vectors = result.embeddings
-        self._check_vectors(vectors, len(texts), operation)
+        operation = f"embedding with {self.profile.profile_id!r}"
+        vectors = await _embed_bounded(
+            self.model, texts, input_type, self.timeout_seconds, operation
+        )
+        if len(vectors) != len(texts):
+            raise InvalidInferenceOutputError(
+                f"{operation} returned {len(vectors)} vectors for {len(texts)} texts"
+            )
+        for vector in vectors:
+            if len(vector) != self.profile.dimension:
+                raise InvalidInferenceOutputError(
+                    f"{operation} returned {len(vector)}-dimensional vectors; the profile says "
+                    f"{self.profile.dimension}"
+                )
         return vectors
 
-    def _check_vectors(
-        self, vectors: Sequence[Sequence[float]], expected: int, operation: str
-    ) -> None:
-        if len(vectors) != expected:
-            raise InvalidInferenceOutputError(
-                f"{operation} returned {len(vectors)} vectors for {expected} texts"
-            )
-        dimensions = {len(vector) for vector in vectors}
-        if len(dimensions) != 1 or 0 in dimensions:
-            raise InvalidInferenceOutputError(f"{operation} returned vectors of mixed dimensions")
-        (dimension,) = dimensions
-        if self._profile is None:
-            try:
-                self._profile = self._make_profile(dimension)
-            except ValueError as exc:
-                raise InvalidInferenceOutputError(
-                    f"{operation} returned {dimension}-dimensional vectors, outside 1..8192"
-                ) from exc
-        elif dimension != self._profile.dimension:
-            raise InvalidInferenceOutputError(
-                f"{operation} returned {dimension}-dimensional vectors; the profile says "
-                f"{self._profile.dimension}"
-            )
+
+def _resolve_embedder(spec: str | PydanticAIEmbedder) -> tuple[PydanticAIEmbedder, str]:
+    if not isinstance(spec, str):
+        return spec, f"{spec.system}:{spec.model_name}"
+    try:
+        return infer_embedding_model(spec), spec
+    except (UserError, ValueError, ImportError) as exc:
+        raise ConfigurationError(
+            f"{env_name('inference', 'embedding_model')}={spec!r} cannot be used: {exc}"
+        ) from exc
+
+
+async def _embed_bounded(
+    model: PydanticAIEmbedder,
+    texts: list[str],
+    input_type: Literal["query", "document"],
+    timeout_seconds: float,
+    operation: str,
+) -> Sequence[Sequence[float]]:
+    try:
+        async with asyncio.timeout(timeout_seconds):
+            result = await model.embed(texts, input_type=input_type)
+    except Exception as exc:
+        raise map_inference_error(exc, operation=operation) from exc
+    return result.embeddings

@@ -25,7 +25,8 @@ from powercontext.memory.models import (
 )
 
 if TYPE_CHECKING:
-    from powercontext.memory.service import MemoryService, ProgressCallback
+    from powercontext.memory.indexing import ProgressCallback
+    from powercontext.memory.service import MemoryService
 
 _SCOPE = TypeAdapter(ScopeId)
 

@@ -7,18 +7,17 @@ lock: they read the head once and pass that exact revision to every later read.
 from __future__ import annotations
 
 import asyncio
-import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from powercontext.memory.errors import (
-    CapabilityNotSupportedError,
     MemoryValidationError,
     NotFoundError,
     PayloadTooLargeError,
     RevisionConflictError,
 )
+from powercontext.memory.indexing import ProgressCallback, VectorIndexer
 from powercontext.memory.models import (
     MemoryChangesPage,
     MemoryCitation,
@@ -45,11 +44,7 @@ from powercontext.memory.ports import (
 from powercontext.memory.scoped import ScopedMemory, validate_scope_id
 from powercontext.memory.search.analyze import AnalyzerConfig, index_tokens
 from powercontext.memory.searching import run_search
-from powercontext.memory.vectors import unit_vector
 
-log = logging.getLogger("powercontext.memory")
-
-ProgressCallback = Callable[[int, int], None]
 Planner = Callable[[], Awaitable[list[PlannedChange]]]
 _CAS_ATTEMPTS = 5
 
@@ -113,6 +108,7 @@ class MemoryService:
         self.config = config or SearchConfig()
         self._observer = observer
         self._locks: dict[str, asyncio.Lock] = {}
+        self.indexer = VectorIndexer(store, embedder, self.config.embedding_batch_size)
 
     def for_scope(self, scope_id: str) -> ScopedMemory:
         return ScopedMemory(self, validate_scope_id(scope_id))
@@ -263,7 +259,7 @@ class MemoryService:
 
     async def _write(self, scope_id: str, expected: int | None, plan: Planner) -> MemoryWriteResult:
         revision, news, keys = await self._commit(scope_id, expected, plan)
-        pending = await self._embed_new(scope_id, list(zip(keys, news, strict=True)))
+        pending = await self.indexer.embed_new(scope_id, list(zip(keys, news, strict=True)))
         stored = await self.store.fetch_versions(scope_id, keys)
         entries = tuple(_entry(scope_id, revision, stored[key]) for key in keys)
         return MemoryWriteResult(
@@ -274,82 +270,11 @@ class MemoryService:
 
     # ---- embeddings ------------------------------------------------------------------------
 
-    async def _embed_new(self, scope_id: str, items: Sequence[tuple[int, NewVersion]]) -> int:
-        """Embed after the commit, in batches. A failure keeps the text and leaves vectors
-        pending for `reindex`; it returns how many are still pending."""
-        embedder = self.embedder
-        if embedder is None or not items:
-            return 0
-        texts = [(key, new.text) for key, new in items]
-        done = 0
-        try:
-            done = await self._embed_and_store(scope_id, texts)
-        except Exception as exc:  # any provider failure: the text write stands
-            log.warning(
-                "embedding failed after commit; %d vectors pending (%s)",
-                len(texts) - done,
-                type(exc).__name__,
-            )
-        return len(texts) - done
-
-    async def _embed_and_store(
-        self,
-        scope_id: str,
-        items: Sequence[tuple[int, str]],
-        progress: ProgressCallback | None = None,
-        total: int | None = None,
-        start: int = 0,
-    ) -> int:
-        assert self.embedder is not None
-        profile = self.embedder.profile
-        size = self.config.embedding_batch_size
-        done = 0
-        for offset in range(0, len(items), size):
-            batch = items[offset : offset + size]
-            vectors = await self.embedder.embed_documents([text for _, text in batch])
-            if len(vectors) != len(batch):
-                raise ValueError("embedding model returned a different number of vectors")
-            await self.store.put_vectors(
-                scope_id,
-                profile.profile_id,
-                [
-                    (key, unit_vector(vector, profile.dimension))
-                    for (key, _), vector in zip(batch, vectors, strict=True)
-                ],
-            )
-            done += len(batch)
-            if progress is not None:
-                progress(start + done, total if total is not None else len(items))
-        return done
-
     async def pending_vectors(self, scope_id: str) -> int:
-        if self.embedder is None:
-            return 0
-        head = await self.store.head(scope_id)
-        if head is None:
-            return 0
-        return await self.store.missing_vector_count(
-            scope_id, head, self.embedder.profile.profile_id
-        )
+        return await self.indexer.pending(scope_id)
 
     async def reindex(self, scope_id: str, progress: ProgressCallback | None = None) -> int:
-        """Embed every active entry lacking a vector of the current profile; returns the count."""
-        if self.embedder is None:
-            raise CapabilityNotSupportedError(
-                "reindex needs an embedding model; configure "
-                "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL"
-            )
-        total = await self.pending_vectors(scope_id)
-        done = 0
-        while True:
-            batch = await self.store.versions_missing_vectors(
-                scope_id, self.embedder.profile.profile_id, limit=1024
-            )
-            if not batch:
-                return done
-            done += await self._embed_and_store(
-                scope_id, [(v.key, v.text) for v in batch], progress, max(total, done), done
-            )
+        return await self.indexer.reindex(scope_id, progress)
 
     # ---- reads -----------------------------------------------------------------------------
 

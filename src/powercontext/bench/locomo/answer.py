@@ -49,7 +49,9 @@ def expand_sources(
             if session is None:
                 continue
             low = max(0, turn.position - window)
-            wanted.update(t.dia_id for t in session.turns if low <= t.position <= turn.position + window)
+            wanted.update(
+                t.dia_id for t in session.turns if low <= t.position <= turn.position + window
+            )
     turns = [conversation.turns_by_id[dia_id] for dia_id in wanted]
     return sorted(turns, key=lambda t: (t.session, t.position))
 

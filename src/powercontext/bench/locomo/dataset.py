@@ -149,9 +149,7 @@ def parse_dataset(raw: Any, *, source: str = "<memory>", sha256: str = "") -> Da
             raise DatasetError(f"sample_id {conversation.sample_id!r} occurs twice")
         seen.add(conversation.sample_id)
         conversations.append(conversation)
-    return Dataset(
-        source=source, sha256=sha256, conversations=tuple(conversations), issues=issues
-    )
+    return Dataset(source=source, sha256=sha256, conversations=tuple(conversations), issues=issues)
 
 
 def _parse_sample(sample: Any, number: int, issues: DatasetIssues) -> Conversation:
@@ -185,7 +183,9 @@ def _parse_sample(sample: Any, number: int, issues: DatasetIssues) -> Conversati
     )
 
 
-def _parse_sessions(sample_id: str, body: dict[str, Any], issues: DatasetIssues) -> tuple[Session, ...]:
+def _parse_sessions(
+    sample_id: str, body: dict[str, Any], issues: DatasetIssues
+) -> tuple[Session, ...]:
     numbers = sorted(
         int(match.group(1))
         for key, value in body.items()
@@ -207,7 +207,9 @@ def _parse_sessions(sample_id: str, body: dict[str, Any], issues: DatasetIssues)
             if turn is not None:
                 turns.append(turn)
         sessions.append(
-            Session(number=number, date_time=str(date_time) if date_time else None, turns=tuple(turns))
+            Session(
+                number=number, date_time=str(date_time) if date_time else None, turns=tuple(turns)
+            )
         )
     return tuple(sessions)
 

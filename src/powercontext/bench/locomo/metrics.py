@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 import string
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -24,8 +24,10 @@ OVERALL = "overall"
 
 
 def cutoffs(pool_size: int) -> tuple[int, ...]:
-    """k = 5, 10 and the pool size, without duplicates, ascending."""
-    return tuple(sorted({k for k in (5, 10, pool_size) if k >= 1}))
+    """k = 5 and 10 where the pool is that deep, and the pool size; ascending."""
+    if pool_size < 1:
+        raise ValueError("the pool size must be at least 1")
+    return tuple(sorted({k for k in (5, 10) if k < pool_size} | {pool_size}))
 
 
 def score_ranking(ranking: Ranking, gold: Iterable[str], ks: Sequence[int]) -> dict[str, float]:
@@ -56,12 +58,12 @@ def group_names(category: int) -> tuple[str, ...]:
 def aggregate(rows: Iterable[tuple[int, Mapping[str, float]]]) -> dict[str, dict[str, float]]:
     """Mean of every metric per category name, and `overall` over categories 1-4 only.
     Each group also carries `n`, the number of rows averaged."""
-    sums: dict[str, Counter[str]] = {}
+    sums: dict[str, defaultdict[str, float]] = {}
     counts: Counter[str] = Counter()
     for category, scores in rows:
         for group in group_names(category):
             counts[group] += 1
-            bucket = sums.setdefault(group, Counter())
+            bucket = sums.setdefault(group, defaultdict(float))
             for metric, value in scores.items():
                 bucket[metric] += value
     ordered = [OVERALL, *(CATEGORY_NAMES[c] for c in sorted(CATEGORY_NAMES))]

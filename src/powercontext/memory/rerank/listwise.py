@@ -15,6 +15,9 @@ from powercontext.memory.models import MemoryHit, normalize_text
 
 POLICY_ID = "powercontext.memory.rerank.listwise.v1"
 
+OUTPUT_TOOL_NAME = "select_ranks"
+"""The name the instructions give the structured answer; an adapter exposes it under this name."""
+
 TRUNCATION_MARKER = " […]"
 """Appended to a candidate cut to its budget, so the model knows the text goes on."""
 
@@ -34,15 +37,14 @@ asked, is not evidence. Leave it out.
 mentions, what happened before and after, facts about more than one person or event), keep every \
 candidate that contributes a needed piece, even if each one alone is incomplete. Put the most \
 informative first.
-- Do not prefer newer content. Only when the query asks for the current or latest state, or when \
-candidates contradict each other, prefer the candidate that reflects the most recent state, \
-judged by dates and wording in the text. A candidate's rank is the search engine's order, not \
-time order, and is no evidence of relevance by itself.
-- Leave out a candidate that repeats evidence you already selected without adding anything.
+- Do not prefer newer content by default. Only when the query asks for the current or latest \
+state, or when candidates contradict each other, prefer the candidate that reflects the most \
+recent state, judged by dates and wording in the text. A candidate's rank is the search \
+engine's order, not time order, and is no evidence of relevance by itself.
 
 What to return:
-- The ranks of the selected candidates, best first, each rank at most once, taken only from the \
-candidates' "rank" fields.
+- Call the select_ranks tool with the ranks of the selected candidates, best first, each rank at \
+most once, taken only from the candidates' "rank" fields.
 - At most max_results ranks. Return fewer when fewer candidates are useful, and an empty list \
 when none of them is relevant. Never pad the list to reach max_results.
 
@@ -63,10 +65,15 @@ class ListwisePrompt:
     """1-based ranks whose text was cut to the per-candidate budget, ascending."""
 
 
+_DATA_ESCAPES = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
 def _json_data(value: object) -> str:
-    """JSON with `<` and `>` escaped, so no data can open or close a marker of the prompt."""
-    encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return encoded.replace("<", "\\u003c").replace(">", "\\u003e")
+    """One line of JSON in which no data can open or close a marker of the prompt (`<`, `>`
+    escaped) or start a new line (JSON escapes newlines; the Unicode line separators too)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).translate(_DATA_ESCAPES)
 
 
 def cut_text(text: str, max_chars: int) -> tuple[str, bool]:

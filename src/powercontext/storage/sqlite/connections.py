@@ -8,6 +8,7 @@ writes from that connection, serialized by the writer lock.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
 import threading
@@ -69,14 +70,15 @@ def _connect(target: str, options: ConnectionOptions) -> sqlite3.Connection:
 def _rollback(conn: sqlite3.Connection) -> None:
     # SQLite rolls some failures (SQLITE_FULL, I/O errors) back by itself.
     if conn.in_transaction:
-        try:
+        with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
 
 
 class ConnectionPool:
-    def __init__(self, writer: sqlite3.Connection, readers: list[sqlite3.Connection]) -> None:
+    def __init__(
+        self, target: str, writer: sqlite3.Connection, readers: list[sqlite3.Connection]
+    ) -> None:
+        self.target = target
         self._writer = writer
         self._write_lock = threading.Lock()
         self._readers = readers
@@ -85,8 +87,9 @@ class ConnectionPool:
         self._closed = False
 
     @classmethod
-    def open(cls, target: str, options: ConnectionOptions) -> ConnectionPool:
+    def open(cls, path: str | Path, options: ConnectionOptions) -> ConnectionPool:
         """Open, configure and migrate. Blocking; raises StorageError on any SQLite failure."""
+        target = MEMORY if str(path) == MEMORY else str(Path(path).expanduser())
         conns: list[sqlite3.Connection] = []
         try:
             if target != MEMORY:
@@ -103,7 +106,7 @@ class ConnectionPool:
                     reader = _connect(target, options)
                     conns.append(reader)
                     reader.execute("PRAGMA query_only = ON")
-            return cls(writer, conns[1:])
+            return cls(target, writer, conns[1:])
         except sqlite3.Error as exc:
             for conn in conns:
                 conn.close()
@@ -145,7 +148,9 @@ class ConnectionPool:
             self._release_reader(conn)
 
     @staticmethod
-    def _read_on(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], doing: str) -> T:
+    def _read_on(
+        conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], doing: str
+    ) -> T:
         try:
             conn.execute("BEGIN")
             try:

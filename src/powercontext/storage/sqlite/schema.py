@@ -16,6 +16,10 @@ from datetime import UTC, datetime
 
 from powercontext.memory.errors import StorageError
 
+# entry_versions puts the small columns the search filters read (scope, revisions) before the
+# large ones (metadata, text): a row of up to 8 KiB text spills into overflow pages, and SQLite
+# reads a record up to the last column it needs.
+#
 # The FTS table indexes the analyzer's space-joined tokens with the `ascii` tokenizer: it
 # splits only on ASCII separators and folds only ASCII case, so every token the analyzer
 # produced (already casefolded, CJK grams included) is indexed verbatim, independent of
@@ -44,15 +48,15 @@ _V1 = (
     CREATE TABLE entry_versions (
         key INTEGER PRIMARY KEY,
         scope_id TEXT NOT NULL,
+        added_revision INTEGER NOT NULL,
+        removed_revision INTEGER,
         entry_id TEXT NOT NULL,
         entry_version_id TEXT NOT NULL,
         version INTEGER NOT NULL CHECK (version >= 1),
         kind TEXT NOT NULL,
-        text TEXT NOT NULL,
-        metadata TEXT NOT NULL,
         created_at TEXT NOT NULL,
-        added_revision INTEGER NOT NULL,
-        removed_revision INTEGER,
+        metadata TEXT NOT NULL,
+        text TEXT NOT NULL,
         FOREIGN KEY (scope_id, added_revision) REFERENCES revisions (scope_id, revision),
         CHECK (removed_revision IS NULL OR removed_revision > added_revision)
     )

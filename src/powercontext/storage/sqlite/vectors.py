@@ -14,6 +14,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +24,9 @@ from powercontext.memory.ports import Vector, VectorCandidate
 
 NOT_REMOVED = np.iinfo(np.int64).max
 Int64Array = npt.NDArray[np.int64]
+VectorRow = tuple[int, int, bytes, int, int | None]
+"""vector_id, key, float32 blob, added_revision, removed_revision"""
+G = TypeVar("G", bound=np.generic)
 
 
 def unit(vector: Vector) -> Vector:
@@ -41,7 +45,7 @@ class VectorMatrix:
         self.lock = threading.Lock()
         self.dimension = 0
         self.size = 0
-        self.matrix = np.zeros((0, 0), dtype=np.float32)
+        self.matrix: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
         self.keys: Int64Array = np.zeros(0, dtype=np.int64)
         self.added: Int64Array = np.zeros(0, dtype=np.int64)
         self.removed: Int64Array = np.zeros(0, dtype=np.int64)
@@ -55,7 +59,7 @@ class VectorMatrix:
             "SELECT head_revision FROM scopes WHERE scope_id = ?", (self.scope_id,)
         ).fetchone()
         head = int(head_row[0]) if head_row else 0
-        rows = conn.execute(
+        rows: list[VectorRow] = conn.execute(
             "SELECT e.vector_id, e.key, e.vector, v.added_revision, v.removed_revision "
             "FROM entry_vectors e JOIN entry_versions v ON v.key = e.key "
             "WHERE e.scope_id = ? AND e.profile_id = ? AND e.vector_id > ? "
@@ -69,30 +73,28 @@ class VectorMatrix:
                 self._apply_removals(conn)
             self.last_head = head
 
-    def _upsert(self, rows: Sequence[sqlite3.Row | tuple[object, ...]]) -> None:
-        dimension = len(rows[0][2]) // 4  # type: ignore[arg-type]
+    def _upsert(self, rows: Sequence[VectorRow]) -> None:
+        dimension = len(rows[0][2]) // 4
         if self.dimension == 0:
             self.dimension = dimension
             self.matrix = np.zeros((0, dimension), dtype=np.float32)
-        blobs: list[bytes] = [row[2] for row in rows]  # type: ignore[misc]
+        blobs = [row[2] for row in rows]
         if any(len(blob) != 4 * self.dimension for blob in blobs):
             raise StorageError(
                 f"vectors of profile {self.profile_id!r} in scope {self.scope_id!r} "
                 "have mixed dimensions"
             )
         vectors = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(rows), self.dimension)
-        for index, row in enumerate(rows):
-            key = int(row[1])  # type: ignore[call-overload]
-            removed = NOT_REMOVED if row[4] is None else int(row[4])  # type: ignore[call-overload]
+        for index, (_, key, _, added, removed) in enumerate(rows):
             position = self.row_of.get(key)
             if position is None:
                 position = self._append_slot()
                 self.row_of[key] = position
             self.matrix[position] = vectors[index]
             self.keys[position] = key
-            self.added[position] = int(row[3])  # type: ignore[call-overload]
-            self.removed[position] = removed
-        self.last_vector_id = int(rows[-1][0])  # type: ignore[call-overload]
+            self.added[position] = added
+            self.removed[position] = NOT_REMOVED if removed is None else removed
+        self.last_vector_id = rows[-1][0]
 
     def _append_slot(self) -> int:
         if self.size == self.matrix.shape[0]:
@@ -116,9 +118,7 @@ class VectorMatrix:
 
     def _active(self, revision: int) -> npt.NDArray[np.bool_]:
         n = self.size
-        mask: npt.NDArray[np.bool_] = (self.added[:n] <= revision) & (
-            self.removed[:n] > revision
-        )
+        mask: npt.NDArray[np.bool_] = (self.added[:n] <= revision) & (self.removed[:n] > revision)
         return mask
 
     def active_count(self, revision: int) -> int:
@@ -136,7 +136,9 @@ class VectorMatrix:
         rows = np.flatnonzero(self._active(revision))
         if rows.size == 0:
             return []
-        similarities = self.matrix[: self.size] @ q
+        # einsum runs numpy's own single-threaded loop. A BLAS matrix-vector product spreads
+        # over threads and, on a loaded machine, its p90 latency was 10-30x its median.
+        similarities = np.einsum("ij,j->i", self.matrix[: self.size], q)
         candidates = similarities[rows]
         take = min(limit, rows.size)
         if take < rows.size:
@@ -146,13 +148,12 @@ class VectorMatrix:
         keys = self.keys[rows[best]]
         order = np.lexsort((keys, -candidates[best]))  # best first; ties by key
         return [
-            VectorCandidate(key=int(keys[i]), similarity=float(candidates[best[i]]))
-            for i in order
+            VectorCandidate(key=int(keys[i]), similarity=float(candidates[best[i]])) for i in order
         ]
 
 
-def _grow(array: npt.NDArray[np.generic], capacity: int) -> npt.NDArray[np.generic]:
-    grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
+def _grow(array: npt.NDArray[G], capacity: int) -> npt.NDArray[G]:
+    grown: npt.NDArray[G] = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
     grown[: array.shape[0]] = array
     return grown
 

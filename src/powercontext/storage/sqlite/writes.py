@@ -135,17 +135,23 @@ def commit(
     retired = _retired_entries(conn, scope_id, previous_ids, expected)
     news = [c.new for c in changes if c.new is not None]
     for change in changes:
-        if change.op == "revise" and change.new and change.previous_entry_version_id:
-            if retired[change.previous_entry_version_id] != change.new.entry_id:
-                raise MemoryValidationError(
-                    f"revise of entry {change.new.entry_id!r} names a version of another entry"
-                )
+        previous = change.previous_entry_version_id
+        new = change.new
+        if change.op == "revise" and new and previous and retired[previous] != new.entry_id:
+            raise MemoryValidationError(
+                f"revise of entry {new.entry_id!r} names a version of another entry"
+            )
 
     conn.execute(
         "INSERT INTO revisions (scope_id, revision, created_at, active_count, change_count) "
         "VALUES (?, ?, ?, ?, ?)",
-        (scope_id, revision, created_at, previous_active + len(news) - len(previous_ids),
-         len(changes)),
+        (
+            scope_id,
+            revision,
+            created_at,
+            previous_active + len(news) - len(previous_ids),
+            len(changes),
+        ),
     )
     if previous_ids:
         updated = conn.executemany(
@@ -165,7 +171,9 @@ def commit(
                 revision,
                 seq,
                 change.op,
-                change.new.entry_id if change.new else retired[change.previous_entry_version_id or ""],
+                change.new.entry_id
+                if change.new
+                else retired[change.previous_entry_version_id or ""],
                 change.new.entry_version_id if change.new else change.previous_entry_version_id,
                 change.previous_entry_version_id,
                 change.reason,
@@ -198,8 +206,18 @@ def _insert_versions(
             "kind, text, metadata, created_at, added_revision) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (key, scope_id, new.entry_id, new.entry_version_id, new.version, new.kind,
-                 new.text, encode_metadata(new.metadata), created_at, revision)
+                (
+                    key,
+                    scope_id,
+                    new.entry_id,
+                    new.entry_version_id,
+                    new.version,
+                    new.kind,
+                    new.text,
+                    encode_metadata(new.metadata),
+                    created_at,
+                    revision,
+                )
                 for key, new in zip(keys, news, strict=True)
             ],
         )

@@ -1,0 +1,1 @@
+"""Benchmarks that drive PowerContext through its public interfaces only."""

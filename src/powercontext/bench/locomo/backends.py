@@ -1,0 +1,172 @@
+"""The two ways the harness reaches PowerContext, both through public interfaces only:
+in-process via `open_runtime`, or over HTTP via the SDK's `PowerContextClient`.
+
+Neither constructs a reranker nor touches a hit's order: rerank is a runtime setting, and the
+pages are returned exactly as PowerContext produced them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from powercontext import ServerSettings, open_runtime
+from powercontext.config import DatabaseConfig, RuntimeConfig
+from powercontext.memory.errors import RevisionConflictError
+from powercontext.memory.models import RememberMemoryRequest, SearchMemoryRequest
+
+
+class BackendUnavailableError(RuntimeError):
+    """The SDK (`powercontext.client.PowerContextClient`) cannot be loaded."""
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOutcome:
+    scope_id: str
+    entries: int
+    reused: bool
+    """The scope already held exactly this content (a resumed run, or a shared server)."""
+    vectors_embedded_late: int = 0
+
+
+class MemoryBackend(Protocol):
+    name: str
+    trace_available: bool
+    """Whether `page.rerank` (the coarse pool of a reranked search) can be observed."""
+
+    async def ingest(
+        self, scope_id: str, requests: Sequence[RememberMemoryRequest]
+    ) -> IngestOutcome: ...
+
+    async def search(self, scope_id: str, request: SearchMemoryRequest) -> Any: ...
+
+    def describe(self) -> dict[str, Any]:
+        """The effective configuration, recorded in results.json and the resume fingerprint."""
+        ...
+
+
+def bench_settings(
+    base: ServerSettings, *, rerank: bool, top_k: int, database_path: Path
+) -> ServerSettings:
+    """The caller's settings with the two rerank knobs set and a private database file, so a
+    benchmark never writes into the user's own PowerContext database."""
+    runtime = RuntimeConfig(
+        **{
+            **base.runtime.model_dump(),
+            "memory_rerank_enabled": rerank,
+            "memory_rerank_candidate_limit": top_k,
+        }
+    )
+    return ServerSettings(
+        runtime=runtime,
+        inference=base.inference,
+        database=DatabaseConfig(url=f"sqlite:///{database_path}"),
+        http=base.http,
+        log_format=base.log_format,
+    )
+
+
+def _first_entry_of_empty_scope(
+    requests: Sequence[RememberMemoryRequest],
+) -> list[RememberMemoryRequest]:
+    # expected_revision=0 makes the write a compare-and-swap on "the scope is empty": a scope
+    # that already holds this content (its id is a content hash) answers with a conflict.
+    return [request.model_copy(update={"expected_revision": 0}) for request in requests]
+
+
+class InProcessBackend:
+    name = "in-process"
+    trace_available = True
+
+    def __init__(self, runtime: Any) -> None:
+        self._runtime = runtime
+
+    async def ingest(
+        self, scope_id: str, requests: Sequence[RememberMemoryRequest]
+    ) -> IngestOutcome:
+        memory = self._runtime.memory.for_scope(scope_id)
+        reused = False
+        try:
+            await memory.remember_many(_first_entry_of_empty_scope(requests))
+        except RevisionConflictError:
+            reused = True
+        late = 0
+        if await memory.pending_vectors():
+            late = await memory.reindex()
+        return IngestOutcome(scope_id, len(requests), reused, late)
+
+    async def search(self, scope_id: str, request: SearchMemoryRequest) -> Any:
+        return await self._runtime.memory.for_scope(scope_id).search(request)
+
+    def describe(self) -> dict[str, Any]:
+        settings: ServerSettings = self._runtime.settings
+        embedder = self._runtime.embedding_model
+        reranker = self._runtime.memory_reranker
+        return {
+            "backend": self.name,
+            "runtime": settings.runtime.model_dump(mode="json"),
+            "embedding_model": settings.inference.embedding_model,
+            "embedding_profile": embedder.profile.profile_id if embedder else None,
+            "generation_model": settings.inference.generation_model,
+            "rerank_policy": getattr(reranker, "policy_id", None) if reranker else None,
+        }
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class SdkBackend:
+    """Over HTTP the v1 response carries no rerank trace: coarse metrics are unavailable when
+    the server reranks."""
+
+    name = "sdk"
+    trace_available = False
+
+    def __init__(self, client: Any, url: str) -> None:
+        self._client = client
+        self._url = url
+
+    async def ingest(
+        self, scope_id: str, requests: Sequence[RememberMemoryRequest]
+    ) -> IngestOutcome:
+        memory = self._client.memory.for_scope(scope_id)
+        try:
+            await _maybe_await(memory.remember_many(_first_entry_of_empty_scope(requests)))
+        except RevisionConflictError:
+            return IngestOutcome(scope_id, len(requests), True)
+        return IngestOutcome(scope_id, len(requests), False)
+
+    async def search(self, scope_id: str, request: SearchMemoryRequest) -> Any:
+        return await _maybe_await(self._client.memory.for_scope(scope_id).search(request))
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "server": self._url}
+
+
+@contextlib.asynccontextmanager
+async def open_in_process(settings: ServerSettings) -> AsyncIterator[InProcessBackend]:
+    async with open_runtime(settings) as runtime:
+        yield InProcessBackend(runtime)
+
+
+@contextlib.asynccontextmanager
+async def open_sdk(url: str) -> AsyncIterator[SdkBackend]:
+    try:
+        client_class = importlib.import_module("powercontext.client").PowerContextClient
+    except (ImportError, AttributeError) as exc:
+        raise BackendUnavailableError(
+            f"--server needs the SDK, powercontext.client.PowerContextClient ({exc})"
+        ) from exc
+    client = client_class(url)
+    try:
+        yield SdkBackend(client, url)
+    finally:
+        closer = getattr(client, "aclose", None) or getattr(client, "close", None)
+        if closer is not None:
+            await _maybe_await(closer())

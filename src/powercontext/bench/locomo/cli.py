@@ -1,0 +1,126 @@
+"""`powercontext bench locomo`: mount `app` under the `bench` group (it holds one command)."""
+
+from __future__ import annotations
+
+import asyncio
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from powercontext.bench.locomo.backends import BackendUnavailableError
+from powercontext.bench.locomo.dataset import DatasetError
+from powercontext.bench.locomo.generation import GenerationUnavailableError
+from powercontext.bench.locomo.runner import RunConfig, run_locomo
+from powercontext.bench.locomo.state import RunStateError
+from powercontext.memory.errors import PowerContextError
+
+app = typer.Typer(help="Benchmarks driven through PowerContext's public interfaces.")
+
+
+class Rerank(StrEnum):
+    none = "none"
+    llm = "llm"
+
+
+class Mode(StrEnum):
+    auto = "auto"
+    fts = "fts"
+    vector = "vector"
+    hybrid = "hybrid"
+
+
+class GranularityChoice(StrEnum):
+    turn = "turn"
+    session = "session"
+
+
+class Judge(StrEnum):
+    strict = "strict"
+    topical = "topical"
+    none = "none"
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+@app.command("locomo")
+def locomo_command(
+    data: Annotated[
+        Path, typer.Option(help="LoCoMo JSON file (the official locomo10.json format).")
+    ],
+    rerank: Annotated[Rerank, typer.Option(help="Runtime rerank setting.")] = Rerank.none,
+    mode: Annotated[Mode, typer.Option(help="Search mode of every query.")] = Mode.auto,
+    top_k: Annotated[int, typer.Option(help="Coarse pool size (rerank candidate limit).")] = 30,
+    answer_k: Annotated[int, typer.Option(help="Final hits per question.")] = 10,
+    granularity: Annotated[
+        GranularityChoice, typer.Option(help="One entry per turn or per session.")
+    ] = GranularityChoice.turn,
+    answer: Annotated[bool, typer.Option(help="Generate answers (needs a model).")] = False,
+    judge: Annotated[Judge, typer.Option(help="LLM-judge policy for answers.")] = Judge.none,
+    server: Annotated[
+        str | None, typer.Option(help="Run against a server through the SDK (URL).")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Output and resume directory.")] = Path(
+        "locomo-results"
+    ),
+    conversation: Annotated[
+        list[str] | None, typer.Option(help="Only this sample id (repeatable).")
+    ] = None,
+    context_window: Annotated[
+        int, typer.Option(help="Neighbouring turns added around each hit for answers.")
+    ] = 1,
+    answer_model: Annotated[
+        str | None, typer.Option(help="Answer model (default: the generation model).")
+    ] = None,
+    judge_model: Annotated[
+        str | None, typer.Option(help="Judge model (default: the answer model).")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="Parallel answer/judge calls.")] = 4,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Evaluate Memory search on LoCoMo: coarse pool and final hits measured separately."""
+    config = RunConfig(
+        data=data,
+        out=out,
+        rerank=rerank.value,
+        mode=mode.value,
+        top_k=top_k,
+        answer_k=answer_k,
+        granularity=granularity.value,
+        answer=answer,
+        judge=judge.value,
+        server=server,
+        context_window=context_window,
+        conversations=tuple(conversation or ()),
+        answer_model=answer_model,
+        judge_model=judge_model,
+        concurrency=concurrency,
+    )
+    try:
+        outputs = asyncio.run(run_locomo(config, show_progress=progress))
+    except (
+        ValueError,
+        BackendUnavailableError,
+        DatasetError,
+        RunStateError,
+        GenerationUnavailableError,
+        PowerContextError,
+    ) as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=2) from exc
+    retrieval = outputs.results["retrieval"]
+    pool, final_k = top_k, answer_k
+    final = retrieval["final"]["by_category"].get("overall", {})
+    coarse = (retrieval["coarse"]["by_category"] or {}).get("overall", {})
+    typer.echo(
+        "categories 1-4: "
+        f"coarse pool R@{pool} {_fmt(coarse.get(f'recall@{pool}'))}, "
+        f"final R@{final_k} {_fmt(final.get(f'recall@{final_k}'))}, "
+        f"final MRR {_fmt(final.get(f'mrr@{final_k}'))}"
+    )
+    if outputs.resumed:
+        typer.echo(f"resumed: {', '.join(outputs.resumed)}")
+    typer.echo(f"wrote {outputs.paths.results}, {outputs.paths.report}, {outputs.paths.chart}")

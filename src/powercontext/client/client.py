@@ -1,0 +1,131 @@
+"""PowerContextClient (async) and SyncPowerContextClient: the SDK's entry points."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from powercontext import __version__
+from powercontext.client import wire
+from powercontext.client.memory import AsyncMemoryClient, SyncMemoryClient
+from powercontext.client.settings import ClientSettings
+from powercontext.client.transport import AsyncTransport, RetryPolicy, SyncTransport
+
+
+def _http_options(
+    settings: ClientSettings,
+    server_url: str | None,
+    api_key: str | None,
+    timeout: float | None,
+) -> dict[str, Any]:
+    key = (
+        api_key
+        if api_key is not None
+        else (settings.api_key.get_secret_value() if settings.api_key else None)
+    )
+    headers = {"User-Agent": f"powercontext-python/{__version__}"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    return {
+        "base_url": (server_url or settings.server_url).rstrip("/"),
+        "headers": headers,
+        "timeout": timeout if timeout is not None else settings.timeout,
+    }
+
+
+def _policy(settings: ClientSettings, max_retries: int | None) -> RetryPolicy:
+    return RetryPolicy(
+        max_retries=settings.max_retries if max_retries is None else max_retries,
+        backoff=settings.retry_backoff,
+        backoff_max=settings.retry_backoff_max,
+    )
+
+
+class PowerContextClient:
+    """Async SDK. `async with PowerContextClient() as client:` then
+    `await client.memory.for_scope("project").search(SearchMemoryRequest(query="..."))`.
+
+    Arguments left None come from ClientSettings (POWERCONTEXT_CLIENT_* variables).
+    """
+
+    def __init__(
+        self,
+        server_url: str | None = None,
+        *,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        settings: ClientSettings | None = None,
+    ) -> None:
+        settings = settings if settings is not None else ClientSettings()
+        self._http = httpx.AsyncClient(**_http_options(settings, server_url, api_key, timeout))
+        self._transport = AsyncTransport(self._http, _policy(settings, max_retries))
+        self.memory = AsyncMemoryClient(self._transport)
+
+    @property
+    def server_url(self) -> str:
+        return str(self._http.base_url).rstrip("/")
+
+    async def health(self) -> wire.HealthStatus:
+        return await self._transport.run(wire.health())
+
+    async def ready(self) -> wire.ReadinessReport:
+        return await self._transport.run(wire.ready())
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> PowerContextClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class SyncPowerContextClient:
+    """Blocking SDK with the same surface: `client.memory.for_scope("project").search(...)`."""
+
+    def __init__(
+        self,
+        server_url: str | None = None,
+        *,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        settings: ClientSettings | None = None,
+    ) -> None:
+        settings = settings if settings is not None else ClientSettings()
+        self._http = httpx.Client(**_http_options(settings, server_url, api_key, timeout))
+        self._transport = SyncTransport(self._http, _policy(settings, max_retries))
+        self.memory = SyncMemoryClient(self._transport)
+
+    @property
+    def server_url(self) -> str:
+        return str(self._http.base_url).rstrip("/")
+
+    def health(self) -> wire.HealthStatus:
+        return self._transport.run(wire.health())
+
+    def ready(self) -> wire.ReadinessReport:
+        return self._transport.run(wire.ready())
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> SyncPowerContextClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

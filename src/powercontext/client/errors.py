@@ -1,0 +1,144 @@
+"""Typed errors of the SDK, one per code of the server's error envelope.
+
+Each error the server names also subclasses the runtime's own exception (an
+`ApiNotFoundError` is a `NotFoundError`), so code written against the embedded runtime
+catches the same classes over HTTP. Every one is an `ApiError` carrying the HTTP status, the
+code, the details and the request id to quote in a bug report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from powercontext.memory.errors import (
+    CapabilityNotSupportedError,
+    InferenceTimeoutError,
+    InferenceUnavailableError,
+    InvalidInferenceOutputError,
+    MemoryValidationError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PowerContextError,
+    RevisionConflictError,
+    StorageError,
+)
+
+
+class ApiError(PowerContextError):
+    """The server answered with an error envelope."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int,
+        code: str,
+        details: dict[str, Any] | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        # Not cooperative on purpose: the domain bases take other constructor arguments.
+        Exception.__init__(self, message)
+        self.message = message
+        self.status_code = status_code
+        self.code = code
+        self.details = details or {}
+        self.request_id = request_id
+
+    def __str__(self) -> str:
+        suffix = f" (request id {self.request_id})" if self.request_id else ""
+        return f"{self.status_code} {self.code}: {self.message}{suffix}"
+
+
+class ConnectionFailedError(PowerContextError):
+    """The server could not be reached, or did not answer within the timeout."""
+
+    code = "connection_failed"
+
+
+class UnauthorizedError(ApiError):
+    """401: the API key is missing or unknown."""
+
+
+class ForbiddenError(ApiError):
+    """403: the API key may not use this scope."""
+
+
+class ServerError(ApiError):
+    """500 or an unexpected answer: a server bug; quote `request_id`."""
+
+
+class ApiValidationError(ApiError, MemoryValidationError):
+    pass
+
+
+class ApiCapabilityNotSupportedError(ApiError, CapabilityNotSupportedError):
+    pass
+
+
+class ApiNotFoundError(ApiError, NotFoundError):
+    pass
+
+
+class ApiPayloadTooLargeError(ApiError, PayloadTooLargeError):
+    pass
+
+
+class ApiRevisionConflictError(ApiError, RevisionConflictError):
+    def __init__(self, message: str, **info: Any) -> None:
+        super().__init__(message, **info)
+        self.expected: int | None = self.details.get("expected_revision")
+        self.actual: int | None = self.details.get("actual_revision")
+
+
+class ApiInferenceTimeoutError(ApiError, InferenceTimeoutError):
+    pass
+
+
+class ApiInferenceUnavailableError(ApiError, InferenceUnavailableError):
+    pass
+
+
+class ApiInvalidInferenceOutputError(ApiError, InvalidInferenceOutputError):
+    pass
+
+
+class ApiStorageError(ApiError, StorageError):
+    pass
+
+
+_BY_CODE: dict[str, type[ApiError]] = {
+    "validation_error": ApiValidationError,
+    "bad_request": ApiValidationError,
+    "capability_not_supported": ApiCapabilityNotSupportedError,
+    "not_found": ApiNotFoundError,
+    "payload_too_large": ApiPayloadTooLargeError,
+    "revision_conflict": ApiRevisionConflictError,
+    "unauthorized": UnauthorizedError,
+    "forbidden": ForbiddenError,
+    "inference_timeout": ApiInferenceTimeoutError,
+    "inference_unavailable": ApiInferenceUnavailableError,
+    "inference_invalid_output": ApiInvalidInferenceOutputError,
+    "storage_unavailable": ApiStorageError,
+}
+
+
+def error_from_response(status_code: int, payload: Any, request_id: str | None) -> ApiError:
+    """The typed error of an error response; a body that is not our envelope is a ServerError."""
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(error, dict) or not isinstance(error.get("code"), str):
+        return ServerError(
+            f"unexpected HTTP {status_code} response",
+            status_code=status_code,
+            code="internal_error",
+            request_id=request_id,
+        )
+    code = error["code"]
+    details = error.get("details")
+    cls = _BY_CODE.get(code, ServerError)
+    return cls(
+        str(error.get("message") or code),
+        status_code=status_code,
+        code=code,
+        details=details if isinstance(details, dict) else {},
+        request_id=request_id,
+    )

@@ -1,0 +1,125 @@
+"""Scoped Memory over HTTP: the same methods and models as the runtime's ScopedMemory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from powercontext.client import wire
+from powercontext.client.transport import AsyncTransport, SyncTransport
+from powercontext.memory.models import (
+    MemoryChangesPage,
+    MemoryCitation,
+    MemoryEntriesPage,
+    MemoryEntry,
+    MemoryRef,
+    MemorySearchPage,
+    MemoryWriteResult,
+    ReactivateMemoryRequest,
+    RememberMemoryRequest,
+    RetireMemoryRequest,
+    ReviseMemoryRequest,
+    SearchMemoryRequest,
+)
+from powercontext.memory.scoped import validate_scope_id
+
+
+class AsyncScopedMemoryClient:
+    """`await client.memory.for_scope("project").search(SearchMemoryRequest(query=...))`."""
+
+    def __init__(self, transport: AsyncTransport, scope_id: str) -> None:
+        self._t = transport
+        self.scope_id = scope_id
+
+    async def remember(self, request: RememberMemoryRequest) -> MemoryWriteResult:
+        return await self._t.run(wire.remember(self.scope_id, request))
+
+    async def remember_many(self, requests: Sequence[RememberMemoryRequest]) -> MemoryWriteResult:
+        """Every entry in one revision."""
+        return await self._t.run(wire.remember_many(self.scope_id, requests))
+
+    async def revise(self, request: ReviseMemoryRequest) -> MemoryWriteResult:
+        return await self._t.run(wire.revise(self.scope_id, request))
+
+    async def retire(self, request: RetireMemoryRequest) -> MemoryWriteResult:
+        return await self._t.run(wire.retire(self.scope_id, request))
+
+    async def reactivate(self, request: ReactivateMemoryRequest) -> MemoryWriteResult:
+        return await self._t.run(wire.reactivate(self.scope_id, request))
+
+    async def search(self, request: SearchMemoryRequest) -> MemorySearchPage:
+        """Final hits only: `page.rerank` is always None over HTTP."""
+        return await self._t.run(wire.search(self.scope_id, request))
+
+    async def get(self, citation: MemoryCitation) -> MemoryEntry | None:
+        return await self._t.run(wire.get(self.scope_id, citation))
+
+    async def list(
+        self, *, revision: int | None = None, cursor: str | None = None, limit: int = 100
+    ) -> MemoryEntriesPage:
+        call = wire.list_entries(self.scope_id, revision=revision, cursor=cursor, limit=limit)
+        return await self._t.run(call)
+
+    async def changes(self, since_revision: int = 0, *, limit: int = 1000) -> MemoryChangesPage:
+        return await self._t.run(wire.changes(self.scope_id, since_revision, limit))
+
+    async def head(self) -> MemoryRef | None:
+        return await self._t.run(wire.head(self.scope_id))
+
+
+class SyncScopedMemoryClient:
+    """The blocking twin of AsyncScopedMemoryClient."""
+
+    def __init__(self, transport: SyncTransport, scope_id: str) -> None:
+        self._t = transport
+        self.scope_id = scope_id
+
+    def remember(self, request: RememberMemoryRequest) -> MemoryWriteResult:
+        return self._t.run(wire.remember(self.scope_id, request))
+
+    def remember_many(self, requests: Sequence[RememberMemoryRequest]) -> MemoryWriteResult:
+        """Every entry in one revision."""
+        return self._t.run(wire.remember_many(self.scope_id, requests))
+
+    def revise(self, request: ReviseMemoryRequest) -> MemoryWriteResult:
+        return self._t.run(wire.revise(self.scope_id, request))
+
+    def retire(self, request: RetireMemoryRequest) -> MemoryWriteResult:
+        return self._t.run(wire.retire(self.scope_id, request))
+
+    def reactivate(self, request: ReactivateMemoryRequest) -> MemoryWriteResult:
+        return self._t.run(wire.reactivate(self.scope_id, request))
+
+    def search(self, request: SearchMemoryRequest) -> MemorySearchPage:
+        """Final hits only: `page.rerank` is always None over HTTP."""
+        return self._t.run(wire.search(self.scope_id, request))
+
+    def get(self, citation: MemoryCitation) -> MemoryEntry | None:
+        return self._t.run(wire.get(self.scope_id, citation))
+
+    def list(
+        self, *, revision: int | None = None, cursor: str | None = None, limit: int = 100
+    ) -> MemoryEntriesPage:
+        call = wire.list_entries(self.scope_id, revision=revision, cursor=cursor, limit=limit)
+        return self._t.run(call)
+
+    def changes(self, since_revision: int = 0, *, limit: int = 1000) -> MemoryChangesPage:
+        return self._t.run(wire.changes(self.scope_id, since_revision, limit))
+
+    def head(self) -> MemoryRef | None:
+        return self._t.run(wire.head(self.scope_id))
+
+
+class AsyncMemoryClient:
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._t = transport
+
+    def for_scope(self, scope_id: str) -> AsyncScopedMemoryClient:
+        return AsyncScopedMemoryClient(self._t, validate_scope_id(scope_id))
+
+
+class SyncMemoryClient:
+    def __init__(self, transport: SyncTransport) -> None:
+        self._t = transport
+
+    def for_scope(self, scope_id: str) -> SyncScopedMemoryClient:
+        return SyncScopedMemoryClient(self._t, validate_scope_id(scope_id))

@@ -1,0 +1,116 @@
+"""Sending a `Call` over httpx, with bounded retries of idempotent calls.
+
+Only an idempotent call (search, list, get, changes, head, health) is retried, and only after
+a 503 or a connection failure, with exponential backoff (a server's Retry-After is honoured up
+to the cap). A write is never retried: it may have been applied before the failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+
+from powercontext.client.errors import ConnectionFailedError, ServerError, error_from_response
+from powercontext.client.wire import Call
+
+T = TypeVar("T")
+_RETRY_STATUS = 503
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    max_retries: int = 3
+    backoff: float = 0.2
+    backoff_max: float = 5.0
+
+    def delays(self) -> Iterator[float]:
+        for attempt in range(self.max_retries):
+            yield min(self.backoff * (2**attempt), self.backoff_max)
+
+    def delay_for(self, response: httpx.Response | None, default: float) -> float:
+        retry_after = response.headers.get("retry-after") if response is not None else None
+        if retry_after is not None and retry_after.isdigit():
+            return min(float(retry_after), self.backoff_max)
+        return default
+
+
+def _result(call: Call[T], response: httpx.Response) -> T:
+    request_id = response.headers.get("x-request-id")
+    try:
+        payload: Any = response.json()
+    except ValueError:
+        payload = None
+    if response.is_success or (call.accept_unavailable and response.status_code == 503):
+        if payload is None:
+            raise ServerError(
+                "the server answered without a JSON body",
+                status_code=response.status_code,
+                code="internal_error",
+                request_id=request_id,
+            )
+        return call.parse(payload)
+    error = error_from_response(response.status_code, payload, request_id)
+    if call.none_on_not_found and error.code == "not_found":
+        return None  # type: ignore[return-value]  # Call[X | None] by construction
+    raise error
+
+
+def _retryable(call: Call[T], response: httpx.Response) -> bool:
+    return call.idempotent and response.status_code == _RETRY_STATUS
+
+
+def _connection_failed(exc: httpx.TransportError) -> ConnectionFailedError:
+    return ConnectionFailedError(f"cannot reach the PowerContext server: {type(exc).__name__}")
+
+
+class AsyncTransport:
+    def __init__(self, http: httpx.AsyncClient, policy: RetryPolicy) -> None:
+        self.http = http
+        self.policy = policy
+
+    async def run(self, call: Call[T]) -> T:
+        delays = self.policy.delays()
+        while True:
+            try:
+                response = await self.http.request(call.method, call.path, json=call.body)
+            except httpx.TransportError as exc:
+                delay = next(delays, None) if call.idempotent else None
+                if delay is None:
+                    raise _connection_failed(exc) from exc
+                await asyncio.sleep(delay)
+                continue
+            if _retryable(call, response):
+                delay = next(delays, None)
+                if delay is not None:
+                    await asyncio.sleep(self.policy.delay_for(response, delay))
+                    continue
+            return _result(call, response)
+
+
+class SyncTransport:
+    def __init__(self, http: httpx.Client, policy: RetryPolicy) -> None:
+        self.http = http
+        self.policy = policy
+
+    def run(self, call: Call[T]) -> T:
+        delays = self.policy.delays()
+        while True:
+            try:
+                response = self.http.request(call.method, call.path, json=call.body)
+            except httpx.TransportError as exc:
+                delay = next(delays, None) if call.idempotent else None
+                if delay is None:
+                    raise _connection_failed(exc) from exc
+                time.sleep(delay)
+                continue
+            if _retryable(call, response):
+                delay = next(delays, None)
+                if delay is not None:
+                    time.sleep(self.policy.delay_for(response, delay))
+                    continue
+            return _result(call, response)

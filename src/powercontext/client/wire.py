@@ -1,0 +1,213 @@
+"""Requests and responses of the HTTP v1 API as pure data: no I/O here.
+
+Each function returns a `Call`: the route, the JSON body, whether retrying it is safe, and how
+to parse a success into the runtime's own models. The async and the sync clients share them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.models import (
+    MemoryChangesPage,
+    MemoryCitation,
+    MemoryEntriesPage,
+    MemoryEntry,
+    MemoryHit,
+    MemoryRef,
+    MemorySearchPage,
+    MemoryWriteResult,
+    ReactivateMemoryRequest,
+    RememberMemoryRequest,
+    RetireMemoryRequest,
+    ReviseMemoryRequest,
+    SearchMemoryRequest,
+)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    method: Literal["GET", "POST"]
+    path: str
+    parse: Callable[[Any], T]
+    body: dict[str, Any] | None = None
+    idempotent: bool = False
+    none_on_not_found: bool = False
+    """`get` mirrors the runtime: a citation that names nothing is None, not an error."""
+    accept_unavailable: bool = False
+    """`ready` answers 503 with a report, which is a result, not an error."""
+
+
+class HealthStatus(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    status: str
+    version: str
+
+
+class ReadinessCheck(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    ok: bool
+    detail: str
+
+
+class ReadinessReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    status: Literal["ready", "not_ready"]
+    checks: dict[str, ReadinessCheck]
+
+    @property
+    def ready(self) -> bool:
+        return self.status == "ready"
+
+
+def _body(scope_id: str, request: BaseModel, **extra: Any) -> dict[str, Any]:
+    return {"scope_id": scope_id, **request.model_dump(mode="json", exclude_none=True), **extra}
+
+
+def _citation_json(citation: MemoryCitation) -> dict[str, Any]:
+    return citation.model_dump(mode="json")
+
+
+def _search_page(payload: Any) -> MemorySearchPage:
+    # The wire nests each hit's citation; the runtime's MemoryHit holds its parts flat.
+    hits = tuple(
+        MemoryHit(
+            memory_ref=MemoryRef.model_validate(hit["citation"]["memory_ref"]),
+            entry_id=hit["citation"]["entry_id"],
+            entry_version_id=hit["citation"]["entry_version_id"],
+            kind=hit["kind"],
+            text=hit["text"],
+            metadata=hit["metadata"],
+            score=hit["score"],
+            matched_by=tuple(hit["matched_by"]),
+        )
+        for hit in payload["hits"]
+    )
+    ref = payload.get("memory_ref")
+    return MemorySearchPage(
+        memory_ref=MemoryRef.model_validate(ref) if ref else None,
+        mode=payload["mode"],
+        hits=hits,
+        rerank=None,
+    )
+
+
+def _head(payload: Any) -> MemoryRef | None:
+    ref = payload.get("memory_ref")
+    return MemoryRef.model_validate(ref) if ref else None
+
+
+def remember(scope_id: str, request: RememberMemoryRequest) -> Call[MemoryWriteResult]:
+    return Call(
+        "POST", "/v1/memory/remember", MemoryWriteResult.model_validate, _body(scope_id, request)
+    )
+
+
+def remember_many(
+    scope_id: str, requests: Sequence[RememberMemoryRequest]
+) -> Call[MemoryWriteResult]:
+    if not requests:
+        raise MemoryValidationError("remember_many needs at least one entry")
+    expected = {r.expected_revision for r in requests}
+    if len(expected) > 1:
+        raise MemoryValidationError("entries of one batch must share one expected_revision")
+    entries = [
+        r.model_dump(mode="json", exclude={"expected_revision"}, exclude_none=True)
+        for r in requests
+    ]
+    body: dict[str, Any] = {"scope_id": scope_id, "entries": entries}
+    if requests[0].expected_revision is not None:
+        body["expected_revision"] = requests[0].expected_revision
+    return Call("POST", "/v1/memory/remember", MemoryWriteResult.model_validate, body)
+
+
+def search(scope_id: str, request: SearchMemoryRequest) -> Call[MemorySearchPage]:
+    return Call(
+        "POST", "/v1/memory/search", _search_page, _body(scope_id, request), idempotent=True
+    )
+
+
+def list_entries(
+    scope_id: str, *, revision: int | None, cursor: str | None, limit: int
+) -> Call[MemoryEntriesPage]:
+    body: dict[str, Any] = {"scope_id": scope_id, "limit": limit}
+    if revision is not None:
+        body["revision"] = revision
+    if cursor is not None:
+        body["cursor"] = cursor
+    return Call(
+        "POST", "/v1/memory/entries/list", MemoryEntriesPage.model_validate, body, idempotent=True
+    )
+
+
+def get(scope_id: str, citation: MemoryCitation) -> Call[MemoryEntry | None]:
+    return Call(
+        "POST",
+        "/v1/memory/entries/get",
+        MemoryEntry.model_validate,
+        {"scope_id": scope_id, "citation": _citation_json(citation)},
+        idempotent=True,
+        none_on_not_found=True,
+    )
+
+
+def revise(scope_id: str, request: ReviseMemoryRequest) -> Call[MemoryWriteResult]:
+    return Call(
+        "POST",
+        "/v1/memory/entries/revise",
+        MemoryWriteResult.model_validate,
+        _body(scope_id, request),
+    )
+
+
+def retire(scope_id: str, request: RetireMemoryRequest) -> Call[MemoryWriteResult]:
+    return Call(
+        "POST",
+        "/v1/memory/entries/retire",
+        MemoryWriteResult.model_validate,
+        _body(scope_id, request),
+    )
+
+
+def reactivate(scope_id: str, request: ReactivateMemoryRequest) -> Call[MemoryWriteResult]:
+    return Call(
+        "POST",
+        "/v1/memory/entries/reactivate",
+        MemoryWriteResult.model_validate,
+        _body(scope_id, request),
+    )
+
+
+def changes(scope_id: str, since_revision: int, limit: int) -> Call[MemoryChangesPage]:
+    return Call(
+        "POST",
+        "/v1/memory/changes",
+        MemoryChangesPage.model_validate,
+        {"scope_id": scope_id, "since_revision": since_revision, "limit": limit},
+        idempotent=True,
+    )
+
+
+def head(scope_id: str) -> Call[MemoryRef | None]:
+    return Call("POST", "/v1/memory/head", _head, {"scope_id": scope_id}, idempotent=True)
+
+
+def health() -> Call[HealthStatus]:
+    return Call("GET", "/v1/health", HealthStatus.model_validate, idempotent=True)
+
+
+def ready() -> Call[ReadinessReport]:
+    return Call(
+        "GET",
+        "/v1/ready",
+        ReadinessReport.model_validate,
+        idempotent=False,
+        accept_unavailable=True,
+    )

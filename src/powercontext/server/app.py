@@ -1,0 +1,89 @@
+"""`create_app`: the FastAPI application of the HTTP v1 API."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+
+from powercontext import __version__
+from powercontext.config import ServerSettings
+from powercontext.memory.service import SearchObserver
+from powercontext.runtime import Runtime, open_runtime
+from powercontext.server.auth import ApiKeyAuthority
+from powercontext.server.contract import DESCRIPTION, TITLE, generate_openapi, load_contract
+from powercontext.server.errors import install_error_handlers
+from powercontext.server.metrics import ServerMetrics
+from powercontext.server.middleware import RequestContextMiddleware
+from powercontext.server.readiness import ReadinessProbe
+from powercontext.server.routes import ServerState, router
+
+RuntimeFactory = Callable[[ServerSettings, SearchObserver], AbstractAsyncContextManager[Runtime]]
+"""Opens the runtime the app serves; tests inject models with it."""
+
+
+def default_runtime_factory(
+    settings: ServerSettings, observer: SearchObserver
+) -> AbstractAsyncContextManager[Runtime]:
+    return open_runtime(settings, search_observer=observer)
+
+
+class PowerContextApp(FastAPI):
+    """Serves the committed contract at /openapi.json (falling back to the generated one)."""
+
+    def generated_openapi(self) -> dict[str, Any]:
+        return generate_openapi(self)
+
+    def openapi(self) -> dict[str, Any]:
+        if self.openapi_schema is None:
+            self.openapi_schema = load_contract() or self.generated_openapi()
+        return self.openapi_schema
+
+
+def create_app(
+    settings: ServerSettings | None = None,
+    *,
+    runtime_factory: RuntimeFactory | None = None,
+) -> PowerContextApp:
+    """The app for `settings` (default: the environment). The runtime opens in the lifespan.
+
+    Auth configuration errors raise ConfigurationError here, before anything is served.
+    """
+    settings = settings if settings is not None else ServerSettings()
+    factory = runtime_factory or default_runtime_factory
+    state = ServerState(
+        authority=ApiKeyAuthority.from_config(settings.http), metrics=ServerMetrics()
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with factory(settings, state.metrics.observe_search) as runtime:
+            state.runtime = runtime
+            state.readiness = ReadinessProbe(runtime)
+            try:
+                yield
+            finally:
+                state.runtime = None
+                state.readiness = None
+
+    app = PowerContextApp(
+        title=TITLE,
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        openapi_url="/openapi.json",
+        docs_url="/docs",
+        redoc_url=None,
+        separate_input_output_schemas=False,
+    )
+    app.state.powercontext = state
+    app.include_router(router)
+    install_error_handlers(app)
+    app.add_middleware(
+        RequestContextMiddleware,
+        metrics=state.metrics,
+        max_body_bytes=settings.http.max_body_bytes,
+    )
+    return app

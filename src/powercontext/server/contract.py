@@ -1,0 +1,79 @@
+"""The OpenAPI contract: generated from the app, committed as YAML, served from the file.
+
+`openapi/powercontext.yaml` at the repository root is the source of truth. The app serves it
+when it can find it (the repository checkout, or a copy packaged next to this module) and
+otherwise falls back to the schema it generates. A test asserts the three agree.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from powercontext import __version__
+
+TITLE = "PowerContext"
+DESCRIPTION = """\
+Durable, revisioned Memory for AI agents, with hybrid search and optional listwise reranking.
+
+Every request names a `scope_id` in its JSON body. With authentication enabled, send
+`Authorization: Bearer <key>`; a key may use only the scopes it was configured for (403 on
+any other). Every response carries `X-Request-ID` (echoed when the client sends a plain id of
+at most 128 characters `[A-Za-z0-9._:-]`, else generated). Errors use one envelope:
+`{"error": {"code", "message", "details"}}`.
+
+Bodies larger than POWERCONTEXT_SERVER_HTTP_MAX_BODY_BYTES (default 64 MiB) are refused with
+413 before they are parsed.
+"""
+
+REPO_CONTRACT = Path(__file__).resolve().parents[3] / "openapi" / "powercontext.yaml"
+PACKAGED_CONTRACT = Path(__file__).resolve().with_name("powercontext.yaml")
+
+
+def generate_openapi(app: FastAPI) -> dict[str, Any]:
+    """The schema of the app's routes, independent of any runtime configuration."""
+    schema = get_openapi(
+        title=TITLE,
+        version=__version__,
+        description=DESCRIPTION,
+        routes=app.routes,
+        separate_input_output_schemas=False,
+    )
+    # The bearer key is required only when auth is enabled: the empty requirement says so.
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            if operation.get("security") and {} not in operation["security"]:
+                operation["security"].append({})
+    return schema
+
+
+def render_yaml(schema: dict[str, Any]) -> str:
+    return yaml.safe_dump(schema, sort_keys=False, allow_unicode=True, width=100)
+
+
+def contract_path() -> Path | None:
+    for path in (REPO_CONTRACT, PACKAGED_CONTRACT):
+        if path.is_file():
+            return path
+    return None
+
+
+@lru_cache(maxsize=4)
+def _load(path: Path, mtime_ns: int) -> dict[str, Any]:
+    loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(loaded, dict):
+        raise ValueError(f"{path} is not an OpenAPI document")
+    return loaded
+
+
+def load_contract() -> dict[str, Any] | None:
+    """The committed contract, or None when this installation does not ship it."""
+    path = contract_path()
+    if path is None:
+        return None
+    return _load(path, path.stat().st_mtime_ns)

@@ -1,0 +1,187 @@
+"""The one place that turns exceptions into the HTTP error envelope.
+
+A response carries a status, a stable `code`, a message written by PowerContext and small
+structured `details`. It never carries a stack trace, SQL, a provider's body or request input:
+messages of storage and inference failures are replaced by fixed text (the original goes to
+the server log, tagged with the request id).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import JSONResponse, Response
+
+from powercontext.memory.errors import (
+    CapabilityNotSupportedError,
+    InferenceError,
+    InferenceTimeoutError,
+    InferenceUnavailableError,
+    InvalidInferenceOutputError,
+    MemoryValidationError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PowerContextError,
+    RevisionConflictError,
+    StorageError,
+)
+
+log = logging.getLogger("powercontext.http")
+
+MAX_MESSAGE_CHARS = 1000
+MAX_VALIDATION_ERRORS = 20
+
+
+class UnauthorizedError(PowerContextError):
+    """No bearer key, or one that matches no configured key."""
+
+    code = "unauthorized"
+
+
+class ForbiddenError(PowerContextError):
+    """The key is valid but may not use the scope the request names."""
+
+    code = "forbidden"
+
+
+# (exception class, HTTP status, code); the first matching class wins, so subclasses first.
+_MAPPING: tuple[tuple[type[PowerContextError], int, str], ...] = (
+    (UnauthorizedError, 401, "unauthorized"),
+    (ForbiddenError, 403, "forbidden"),
+    (CapabilityNotSupportedError, 422, "capability_not_supported"),
+    (MemoryValidationError, 422, "validation_error"),
+    (RevisionConflictError, 409, "revision_conflict"),
+    (NotFoundError, 404, "not_found"),
+    (PayloadTooLargeError, 413, "payload_too_large"),
+    (InferenceTimeoutError, 504, "inference_timeout"),
+    (InvalidInferenceOutputError, 502, "inference_invalid_output"),
+    (InferenceUnavailableError, 503, "inference_unavailable"),
+    (InferenceError, 503, "inference_unavailable"),
+    (StorageError, 503, "storage_unavailable"),
+)
+
+# Messages that replace text we did not write or that may quote a provider or SQL.
+_FIXED_MESSAGES = {
+    "inference_timeout": "the reranking model did not answer within the generation timeout",
+    "inference_unavailable": "the inference provider is unavailable; retry later",
+    "inference_invalid_output": "the reranking model returned invalid output",
+    "internal_error": "internal server error",
+}
+
+_STORAGE_CAUSES = (
+    ("SQLITE_FULL", "the storage is full"),
+    ("SQLITE_READONLY", "the storage is read-only"),
+    ("SQLITE_BUSY", "the storage is busy"),
+    ("SQLITE_LOCKED", "the storage is busy"),
+)
+
+# Codes of framework-level HTTP errors (unknown route, wrong method, unreadable body).
+_HTTP_STATUS_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+}
+
+
+def envelope(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "error": {"code": code, "message": message[:MAX_MESSAGE_CHARS], "details": details or {}}
+    }
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    details: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    return JSONResponse(envelope(code, message, details), status_code=status, headers=headers)
+
+
+def _storage_message(exc: StorageError) -> str:
+    text = str(exc)
+    for marker, cause in _STORAGE_CAUSES:
+        if marker in text:
+            return f"{cause}; the write was not applied"
+    return "the storage backend failed; the write was not applied"
+
+
+def describe(exc: PowerContextError) -> tuple[int, str, str, dict[str, Any]]:
+    """(status, code, safe message, details) of a domain error."""
+    status, code = next(
+        ((status, code) for cls, status, code in _MAPPING if isinstance(exc, cls)),
+        (500, "internal_error"),
+    )
+    details: dict[str, Any] = {}
+    if isinstance(exc, RevisionConflictError):
+        details = {"expected_revision": exc.expected, "actual_revision": exc.actual}
+    if isinstance(exc, StorageError):
+        message = _storage_message(exc)
+    else:
+        message = _FIXED_MESSAGES.get(code) or str(exc) or code
+    return status, code, message, details
+
+
+def _request_id(request: Request) -> str | None:
+    value = getattr(request.state, "request_id", None)
+    return value if isinstance(value, str) else None
+
+
+async def _domain_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, PowerContextError)
+    status, code, message, details = describe(exc)
+    if status >= 500:
+        # A storage message names the SQLite condition and helps the operator; an inference
+        # message may quote the provider's answer (and so memory text), so only its type.
+        cause = str(exc)[:MAX_MESSAGE_CHARS] if isinstance(exc, StorageError) else ""
+        log.warning(
+            "request failed: %s (%s) %s",
+            code,
+            type(exc).__name__,
+            cause,
+            extra={"request_id": _request_id(request), "code": code},
+        )
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return error_response(status, code, message, details, headers)
+
+
+def _validation_details(exc: RequestValidationError | ValidationError) -> dict[str, Any]:
+    # Only where and why: `input` and `ctx` may echo memory text back.
+    errors = [
+        {"loc": [str(part) for part in error.get("loc", ())], "msg": str(error.get("msg", ""))}
+        | {"type": str(error.get("type", ""))}
+        for error in exc.errors()[:MAX_VALIDATION_ERRORS]
+    ]
+    return {"errors": errors}
+
+
+async def _request_validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError | ValidationError)
+    details = _validation_details(exc)
+    first = details["errors"][0] if details["errors"] else {"loc": [], "msg": "invalid request"}
+    where = ".".join(part for part in first["loc"] if part != "body") or "body"
+    return error_response(422, "validation_error", f"{where}: {first['msg']}", details)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    status = exc.status_code
+    code = _HTTP_STATUS_CODES.get(status, "internal_error" if status >= 500 else "bad_request")
+    message = exc.detail if isinstance(exc.detail, str) else code
+    return error_response(status, code, message, headers=dict(exc.headers or {}) or None)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(PowerContextError, _domain_error)
+    app.add_exception_handler(RequestValidationError, _request_validation_error)
+    app.add_exception_handler(ValidationError, _request_validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)

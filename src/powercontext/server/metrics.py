@@ -1,0 +1,66 @@
+"""Prometheus metrics of one app, in its own registry (two apps in a process never collide)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+from powercontext.memory.service import SearchObservation
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_RERANK_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class ServerMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "powercontext_http_requests",
+            "HTTP requests by route template, method and status.",
+            ("route", "method", "status"),
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "powercontext_http_request_duration_seconds",
+            "HTTP request latency by route template.",
+            ("route", "method"),
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.searches = Counter(
+            "powercontext_memory_searches",
+            "Searches by the mode actually used.",
+            ("mode",),
+            registry=self.registry,
+        )
+        self.reranks = Counter(
+            "powercontext_memory_rerank_calls",
+            "Searches whose coarse pool went through the memory reranker.",
+            registry=self.registry,
+        )
+        self.fallbacks = Counter(
+            "powercontext_memory_rerank_fallbacks",
+            "Reranks that returned no valid rank and fell back to the coarse order.",
+            registry=self.registry,
+        )
+        self.rerank_latency = Histogram(
+            "powercontext_memory_rerank_duration_seconds",
+            "Latency of the memory reranker call.",
+            buckets=_RERANK_BUCKETS,
+            registry=self.registry,
+        )
+
+    def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
+        self.requests.labels(route, method, str(status)).inc()
+        self.latency.labels(route, method).observe(seconds)
+
+    def observe_search(self, observation: SearchObservation) -> None:
+        self.searches.labels(observation.mode).inc()
+        if observation.reranked:
+            self.reranks.inc()
+            self.rerank_latency.observe(observation.rerank_latency_ms / 1000.0)
+            if observation.used_fallback:
+                self.fallbacks.inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

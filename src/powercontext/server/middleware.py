@@ -1,0 +1,170 @@
+"""The outermost ASGI layer: request id, body limit, access log, metrics, last-resort 500.
+
+Pure ASGI (no BaseHTTPMiddleware): it wraps `send` once and buffers the body once, which
+keeps the per-request overhead small. It runs inside Starlette's ServerErrorMiddleware, so it
+catches whatever escaped the exception handlers and still answers with the error envelope and
+the request id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import uuid
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from powercontext.server.errors import envelope
+from powercontext.server.metrics import ServerMetrics
+
+access_log = logging.getLogger("powercontext.http.access")
+log = logging.getLogger("powercontext.http")
+
+REQUEST_ID_HEADER = "x-request-id"
+# A client's id is echoed only when it is short and plain, so it cannot inject headers or logs.
+_CLIENT_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+UNMATCHED_ROUTE = "unmatched"
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+def request_id_of(scope: Scope) -> str:
+    sent = _header(scope, REQUEST_ID_HEADER.encode())
+    if sent is not None and _CLIENT_ID.fullmatch(sent):
+        return sent
+    return uuid.uuid4().hex
+
+
+def route_of(scope: Scope) -> str:
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else UNMATCHED_ROUTE
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class RequestContextMiddleware:
+    def __init__(self, app: ASGIApp, *, metrics: ServerMetrics, max_body_bytes: int) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        request_id = request_id_of(scope)
+        scope.setdefault("state", {})["request_id"] = request_id
+        status = 500
+        response_started = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status, response_started
+            if message["type"] == "http.response.start":
+                response_started = True
+                status = int(message["status"])
+                headers = [(k, v) for k, v in message.get("headers", ()) if k != b"x-request-id"]
+                headers.append((b"x-request-id", request_id.encode("latin-1")))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            if scope.get("method") in _BODY_METHODS:
+                body = await self._read_body(scope, receive)
+                receive = _replay(body, receive)
+            await self.app(scope, receive, send_with_id)
+        except _TooLarge:
+            status = 413
+            await _send_error(
+                send_with_id,
+                413,
+                envelope(
+                    "payload_too_large",
+                    f"the request body exceeds {self.max_body_bytes} bytes "
+                    "(POWERCONTEXT_SERVER_HTTP_MAX_BODY_BYTES)",
+                ),
+            )
+        except Exception:
+            log.exception("unhandled error", extra={"request_id": request_id})
+            if not response_started:
+                await _send_error(
+                    send_with_id, 500, envelope("internal_error", "internal server error")
+                )
+        finally:
+            seconds = time.perf_counter() - started
+            route = route_of(scope)
+            method = str(scope.get("method", ""))
+            self.metrics.observe_request(route, method, status, seconds)
+            access_log.info(
+                "%s %s %d %.1fms",
+                method,
+                route,
+                status,
+                seconds * 1000.0,
+                extra={
+                    "request_id": request_id,
+                    "method": method,
+                    "route": route,
+                    "status": status,
+                    "latency_ms": round(seconds * 1000.0, 3),
+                },
+            )
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
+        declared = _header(scope, b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise _TooLarge
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise _TooLarge
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    delivered = False
+
+    async def replay() -> Message:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _send_error(send: Send, status: int, payload: dict[str, Any]) -> None:
+    body = json.dumps(payload).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,89 @@
+"""Readiness: the database answers and the configured models are usable.
+
+The database is asked on every probe (a cheap head read). The embedding model is asked to
+embed a short probe at most once per `model_ttl` seconds (a failure is retried sooner), so a
+paid provider is not called on every probe. The reranker is only reported, never called: a
+rerank call costs a generation request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from powercontext.runtime import Runtime
+from powercontext.server.schemas import ReadinessCheck, ReadyResponse
+
+_PROBE_SCOPE = "__powercontext_readiness__"
+_PROBE_TEXT = "readiness probe"
+
+
+@dataclass
+class _Cached:
+    check: ReadinessCheck
+    expires: float
+
+
+class ReadinessProbe:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        timeout: float = 5.0,
+        model_ttl: float = 300.0,
+        failure_ttl: float = 10.0,
+    ) -> None:
+        self.runtime = runtime
+        self.timeout = timeout
+        self.model_ttl = model_ttl
+        self.failure_ttl = failure_ttl
+        self._embedder: _Cached | None = None
+        self._lock = asyncio.Lock()
+
+    async def check(self) -> ReadyResponse:
+        checks = {
+            "database": await self._database(),
+            "embedding_model": await self._embedding_model(),
+            "memory_reranker": self._reranker(),
+        }
+        ready = all(c.ok for c in checks.values())
+        return ReadyResponse(status="ready" if ready else "not_ready", checks=checks)
+
+    async def _database(self) -> ReadinessCheck:
+        try:
+            await asyncio.wait_for(self.runtime.store.head(_PROBE_SCOPE), self.timeout)
+        except Exception as exc:  # any failure means not ready; the type is enough to act on
+            return ReadinessCheck(ok=False, detail=f"database unreachable ({type(exc).__name__})")
+        return ReadinessCheck(ok=True, detail="database answered")
+
+    async def _embedding_model(self) -> ReadinessCheck:
+        embedder = self.runtime.embedding_model
+        if embedder is None:
+            return ReadinessCheck(ok=True, detail="no embedding model configured (fts only)")
+        async with self._lock:
+            now = time.monotonic()
+            if self._embedder is not None and now < self._embedder.expires:
+                return self._embedder.check
+            profile = embedder.profile
+            try:
+                vector = await asyncio.wait_for(embedder.embed_query(_PROBE_TEXT), self.timeout)
+                ok = len(vector) == profile.dimension
+                detail = (
+                    f"{profile.profile_id} embedded a probe"
+                    if ok
+                    else f"{profile.profile_id} returned {len(vector)} dimensions, "
+                    f"expected {profile.dimension}"
+                )
+            except Exception as exc:  # a provider failure of any kind: report its type only
+                ok, detail = False, f"{profile.profile_id} failed ({type(exc).__name__})"
+            check = ReadinessCheck(ok=ok, detail=detail)
+            ttl = self.model_ttl if ok else self.failure_ttl
+            self._embedder = _Cached(check, time.monotonic() + ttl)
+            return check
+
+    def _reranker(self) -> ReadinessCheck:
+        reranker = self.runtime.memory_reranker
+        if reranker is None:
+            return ReadinessCheck(ok=True, detail="reranking disabled")
+        return ReadinessCheck(ok=True, detail=f"{reranker.policy_id} configured (not called)")

@@ -1,0 +1,354 @@
+"""The HTTP v1 wire models: the source of `openapi/powercontext.yaml`.
+
+Request fields reuse the Memory core's validated types, so the bounds the server enforces are
+the runtime's own. Response models mirror the runtime's models field for field (the SDK parses
+them back into `powercontext.memory` models), except that a search hit nests its citation and
+a search response never carries the rerank trace.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from powercontext.memory.models import (
+    MAX_KIND_CHARS,
+    MAX_METADATA_BYTES,
+    MAX_QUERY_BYTES,
+    MAX_REASON_CHARS,
+    MAX_TEXT_BYTES,
+    ChangeOp,
+    Channel,
+    EntryText,
+    Kind,
+    Metadata,
+    QueryText,
+    Reason,
+    ResolvedMode,
+    ScopeId,
+    SearchMode,
+)
+
+MAX_ID_CHARS = 128
+MAX_CURSOR_CHARS = 64
+
+ErrorCode = Literal[
+    "validation_error",
+    "capability_not_supported",
+    "revision_conflict",
+    "not_found",
+    "unauthorized",
+    "forbidden",
+    "payload_too_large",
+    "inference_timeout",
+    "inference_unavailable",
+    "inference_invalid_output",
+    "storage_unavailable",
+    "bad_request",
+    "method_not_allowed",
+    "internal_error",
+]
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+_SCOPE = (
+    "The scope (a tenant, project or agent) whose Memory the request uses: 1-256 characters, "
+    "not blank, no NUL. With auth enabled the API key must be allowed this scope (else 403)."
+)
+_TEXT = (
+    f"Entry text, stored NFC-normalized and stripped; not blank; at most {MAX_TEXT_BYTES} "
+    "UTF-8 bytes (422 beyond); no NUL or lone surrogates."
+)
+_KIND = f"A short label for the entry (e.g. `fact`, `preference`); at most {MAX_KIND_CHARS} chars."
+_METADATA = (
+    f"Any JSON object, returned unchanged; at most {MAX_METADATA_BYTES} bytes as JSON (422)."
+)
+_EXPECTED = (
+    "Compare-and-swap: the scope head revision the write expects (0 for an empty scope). "
+    "When the head moved, the write is refused with 409 revision_conflict. Omit to write at "
+    "whatever the head is."
+)
+_REASON = f"Why the change was made; recorded in the change log. At most {MAX_REASON_CHARS} chars."
+
+
+def _scope_field() -> Any:
+    return Field(description=_SCOPE)
+
+
+def _expected_field() -> Any:
+    return Field(default=None, ge=0, description=_EXPECTED)
+
+
+def _reason_field() -> Any:
+    return Field(default=None, description=_REASON)
+
+
+# ---- shared ---------------------------------------------------------------------------------
+
+
+class MemoryRefModel(_Wire):
+    """One exact revision of one scope's Memory."""
+
+    scope_id: ScopeId = Field(description="The scope this revision belongs to.")
+    revision: int = Field(ge=1, description="The scope's revision number, from 1, increasing.")
+
+
+class CitationModel(_Wire):
+    """Names one immutable entry version as seen at one revision; `get` resolves it forever."""
+
+    memory_ref: MemoryRefModel = Field(description="The revision at which the entry was seen.")
+    entry_id: str = Field(
+        min_length=1, max_length=MAX_ID_CHARS, description="The entry (stable across versions)."
+    )
+    entry_version_id: str = Field(
+        min_length=1, max_length=MAX_ID_CHARS, description="The exact, immutable entry version."
+    )
+
+
+# ---- requests -------------------------------------------------------------------------------
+
+
+class RememberEntryModel(_Wire):
+    """One entry of a batch."""
+
+    kind: Kind = Field(default="fact", description=_KIND)
+    text: EntryText = Field(min_length=1, max_length=MAX_TEXT_BYTES, description=_TEXT)
+    metadata: Metadata = Field(default_factory=dict, description=_METADATA)
+    reason: Reason | None = _reason_field()
+
+
+class RememberOneRequest(RememberEntryModel):
+    """Remember one entry; creates one revision."""
+
+    scope_id: ScopeId = _scope_field()
+    expected_revision: int | None = _expected_field()
+
+
+class RememberBatchRequest(_Wire):
+    """Remember many entries in one revision (all or nothing)."""
+
+    scope_id: ScopeId = _scope_field()
+    entries: list[RememberEntryModel] = Field(
+        min_length=1,
+        description=(
+            "The entries, written in this order in one revision. At most "
+            "POWERCONTEXT_SERVER_RUNTIME_MAX_BATCH_ENTRIES (default 50000) entries "
+            "(413 payload_too_large beyond), within the request body limit "
+            "POWERCONTEXT_SERVER_HTTP_MAX_BODY_BYTES (413)."
+        ),
+    )
+    expected_revision: int | None = _expected_field()
+
+
+class SearchRequest(_Wire):
+    """Search one scope at its current head revision."""
+
+    scope_id: ScopeId = _scope_field()
+    query: QueryText = Field(
+        min_length=1,
+        max_length=MAX_QUERY_BYTES,
+        description=f"The query; not blank; at most {MAX_QUERY_BYTES} UTF-8 bytes.",
+    )
+    limit: int = Field(
+        default=10,
+        ge=1,
+        le=100,
+        description="The maximum number of final hits (after reranking, when enabled).",
+    )
+    mode: SearchMode = Field(
+        default="auto",
+        description=(
+            "`fts` (full text), `vector`, `hybrid` (both, fused with RRF) or `auto` (hybrid "
+            "when every active entry has a vector of the current embedding profile, else fts). "
+            "An explicit `vector` or `hybrid` that the deployment cannot serve answers 422 "
+            "capability_not_supported; it is never silently downgraded."
+        ),
+    )
+
+
+class ListEntriesRequest(_Wire):
+    """Page through the entries active at one revision, oldest first."""
+
+    scope_id: ScopeId = _scope_field()
+    revision: int | None = Field(
+        default=None, ge=1, description="The revision to list (default the head); 404 if unknown."
+    )
+    cursor: str | None = Field(
+        default=None,
+        max_length=MAX_CURSOR_CHARS,
+        description="`next_cursor` of the previous page (422 if invalid or of another revision).",
+    )
+    limit: int = Field(default=100, ge=1, le=1000, description="Entries per page.")
+
+
+class GetEntryRequest(_Wire):
+    """Resolve a citation to its exact entry version (404 when it names nothing here)."""
+
+    scope_id: ScopeId = _scope_field()
+    citation: CitationModel = Field(description="A citation from search, list or a write.")
+
+
+class ReviseEntryRequest(_Wire):
+    """Replace an entry's text (and optionally kind and metadata) with a new version."""
+
+    scope_id: ScopeId = _scope_field()
+    citation: CitationModel = Field(
+        description="Must name the entry's current version (409 if it names an older one)."
+    )
+    text: EntryText = Field(min_length=1, max_length=MAX_TEXT_BYTES, description=_TEXT)
+    kind: Kind | None = Field(default=None, description=_KIND + " Default: unchanged.")
+    metadata: Metadata | None = Field(default=None, description=_METADATA + " Default: unchanged.")
+    reason: Reason | None = _reason_field()
+    expected_revision: int | None = _expected_field()
+
+
+class RetireEntryRequest(_Wire):
+    """Retire (soft-delete) an entry: later revisions no longer find it; citations still resolve."""
+
+    scope_id: ScopeId = _scope_field()
+    citation: CitationModel = Field(description="Must name the entry's current version.")
+    reason: Reason | None = _reason_field()
+    expected_revision: int | None = _expected_field()
+
+
+class ReactivateEntryRequest(RetireEntryRequest):
+    """Bring a retired entry back as a new version."""
+
+
+class ChangesRequest(_Wire):
+    """The change log of a scope after a revision, oldest first."""
+
+    scope_id: ScopeId = _scope_field()
+    since_revision: int = Field(
+        default=0, ge=0, description="Return changes of revisions after this one."
+    )
+    limit: int = Field(default=1000, ge=1, le=10_000, description="Maximum changes returned.")
+
+
+class HeadRequest(_Wire):
+    """The scope's current head revision."""
+
+    scope_id: ScopeId = _scope_field()
+
+
+# ---- responses ------------------------------------------------------------------------------
+
+
+class EntryModel(_Wire):
+    """One immutable entry version."""
+
+    citation: CitationModel = Field(description="Cites this version at the response's revision.")
+    entry_id: str = Field(description="The entry.")
+    entry_version_id: str = Field(description="This version.")
+    version: int = Field(ge=1, description="1 for the first version, +1 per revise/reactivate.")
+    kind: str = Field(description="The entry's kind.")
+    text: str = Field(description="The entry's text.")
+    metadata: dict[str, Any] = Field(description="The entry's metadata.")
+    created_at: datetime = Field(description="When this version was written (UTC).")
+    active: bool = Field(description="False once the entry is retired or revised.")
+
+
+class WriteResultModel(_Wire):
+    """The revision a write created and the entry versions it wrote."""
+
+    memory_ref: MemoryRefModel = Field(description="The new head revision.")
+    entries: list[EntryModel] = Field(description="The versions written (none for retire).")
+    vectors_pending: int = Field(
+        ge=0,
+        description=(
+            "Entries whose embedding failed after the commit; their text is stored and "
+            "`powercontext reindex` embeds them. Until then `auto` searches use fts."
+        ),
+    )
+
+
+class HitModel(_Wire):
+    """One final search hit."""
+
+    citation: CitationModel = Field(description="Resolves to exactly this entry version.")
+    kind: str = Field(description="The entry's kind.")
+    text: str = Field(description="The entry's text.")
+    metadata: dict[str, Any] = Field(description="The entry's metadata.")
+    score: float = Field(description="The coarse RRF fusion score (higher is better).")
+    matched_by: list[Channel] = Field(description="The channels that found the entry.")
+
+
+class SearchResponse(_Wire):
+    """The final hits, best first. Reranking, when enabled, changes their order, not this shape."""
+
+    memory_ref: MemoryRefModel | None = Field(
+        description="The exact revision every hit was read at; null for an empty scope."
+    )
+    mode: ResolvedMode = Field(description="The mode actually used: fts, vector or hybrid.")
+    hits: list[HitModel] = Field(description="At most `limit` hits.")
+
+
+class EntriesPageModel(_Wire):
+    memory_ref: MemoryRefModel | None = Field(
+        description="The listed revision; null for an empty scope."
+    )
+    entries: list[EntryModel] = Field(description="Active entries, oldest first.")
+    next_cursor: str | None = Field(default=None, description="Pass to get the next page.")
+
+
+class ChangeModel(_Wire):
+    revision: int = Field(description="The revision the change belongs to.")
+    op: ChangeOp = Field(description="add, revise, retire or reactivate.")
+    entry_id: str = Field(description="The entry changed.")
+    entry_version_id: str = Field(description="The version written (or retired, for retire).")
+    previous_entry_version_id: str | None = Field(
+        default=None, description="The version it replaced."
+    )
+    reason: str | None = Field(default=None, description="The reason given by the writer.")
+    created_at: datetime = Field(description="When the revision was committed (UTC).")
+
+
+class ChangesPageModel(_Wire):
+    memory_ref: MemoryRefModel | None = Field(description="The head; null for an empty scope.")
+    changes: list[ChangeModel] = Field(description="Changes after `since_revision`, oldest first.")
+    next_since_revision: int = Field(description="Pass as `since_revision` to continue.")
+
+
+class HeadResponse(_Wire):
+    memory_ref: MemoryRefModel | None = Field(description="The head; null for an empty scope.")
+
+
+class HealthResponse(_Wire):
+    status: Literal["ok"] = Field(description="Always `ok` while the process serves requests.")
+    version: str = Field(description="The PowerContext version.")
+
+
+class ReadinessCheck(_Wire):
+    ok: bool = Field(description="Whether this dependency is usable.")
+    detail: str = Field(description="What was checked, or why it failed (no secrets).")
+
+
+class ReadyResponse(_Wire):
+    status: Literal["ready", "not_ready"] = Field(description="`ready` when every check is ok.")
+    checks: dict[str, ReadinessCheck] = Field(
+        description="`database`, `embedding_model` and `memory_reranker`."
+    )
+
+
+class ErrorBody(_Wire):
+    code: ErrorCode = Field(description="Stable machine-readable error code.")
+    message: str = Field(
+        description="Human-readable explanation; never a trace, SQL or provider body."
+    )
+    details: dict[str, Any] = Field(
+        description=(
+            "Structured details: `errors` (loc, msg, type) for validation_error, "
+            "`expected_revision`/`actual_revision` for revision_conflict, else empty."
+        )
+    )
+
+
+class ErrorEnvelope(_Wire):
+    """Every non-2xx response (except a not-ready /v1/ready) has this body."""
+
+    error: ErrorBody

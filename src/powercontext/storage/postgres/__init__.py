@@ -1,0 +1,10 @@
+"""The PostgreSQL MemoryStore: tsvector + GIN full text, pgvector + HNSW vectors, CAS commits.
+
+Selected with `POWERCONTEXT_SERVER_DATABASE_URL=postgresql://...`; see docs/postgres.md.
+"""
+
+from powercontext.storage.postgres.connection import PoolOptions
+from powercontext.storage.postgres.schema import SCHEMA_VERSION
+from powercontext.storage.postgres.store import PostgresMemoryStore, upgrade
+
+__all__ = ["SCHEMA_VERSION", "PoolOptions", "PostgresMemoryStore", "upgrade"]

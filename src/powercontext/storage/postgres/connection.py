@@ -1,0 +1,78 @@
+"""Database URLs, pool options and opening connections.
+
+A URL is a libpq URI (`postgresql://user:password@host:5432/dbname?sslmode=require`, or a unix
+socket with `?host=/run/postgresql`). Pool sizes may ride along as query parameters that are
+removed before libpq sees them: `pool_min_size` (default 1) and `pool_max_size` (default 8).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg.rows import TupleRow
+
+from powercontext.memory.errors import ConfigurationError
+from powercontext.storage.postgres.errors import storage_error
+
+URL_VARIABLE = "POWERCONTEXT_SERVER_DATABASE_URL"
+_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
+
+
+@dataclass(frozen=True, slots=True)
+class PoolOptions:
+    min_size: int = 1
+    max_size: int = 8
+    timeout_seconds: float = 30.0
+    """How long opening, or waiting for a free connection, may take before a StorageError."""
+
+
+def _size(name: str, value: str) -> int:
+    try:
+        size = int(value)
+    except ValueError:
+        size = 0
+    if size < 1:
+        raise ConfigurationError(f"{URL_VARIABLE}: {name} must be a positive integer")
+    return size
+
+
+def split_url(url: str, options: PoolOptions | None = None) -> tuple[str, PoolOptions]:
+    """(libpq conninfo, pool options) of a PowerContext database URL."""
+    parts = urlsplit(url)
+    if parts.scheme not in _SCHEMES:
+        raise ConfigurationError(f"{URL_VARIABLE}: {parts.scheme!r} is not a PostgreSQL URL")
+    chosen = options or PoolOptions()
+    kept: list[tuple[str, str]] = []
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name == "pool_min_size":
+            chosen = replace(chosen, min_size=_size(name, value))
+        elif name == "pool_max_size":
+            chosen = replace(chosen, max_size=_size(name, value))
+        else:
+            kept.append((name, value))
+    if chosen.min_size > chosen.max_size:
+        raise ConfigurationError(f"{URL_VARIABLE}: pool_min_size exceeds pool_max_size")
+    conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(kept), ""))
+    return conninfo, chosen
+
+
+def redact(conninfo: str) -> str:
+    """The URL without its password, for messages."""
+    parts = urlsplit(conninfo)
+    if parts.password is None:
+        return conninfo
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+async def connect(conninfo: str, timeout_seconds: float) -> AsyncConnection[TupleRow]:
+    """One autocommit connection (migrations, `db upgrade`), errors as StorageError."""
+    try:
+        return await AsyncConnection.connect(
+            conninfo, autocommit=True, connect_timeout=max(1, int(timeout_seconds))
+        )
+    except psycopg.Error as exc:
+        raise storage_error(exc, f"connecting to {redact(conninfo)}") from exc

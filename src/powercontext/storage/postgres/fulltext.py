@@ -1,0 +1,158 @@
+"""The full-text channel: tsvector literals, safe tsqueries and an IDF-weighted ranking.
+
+The analyzer's tokens are written as a tsvector *literal* (quoted lexemes with positions) and
+query terms as quoted tsquery lexemes, so no PostgreSQL parser, dictionary or stop list ever
+sees user text: the `simple` configuration's job (keep tokens as they are) is done exactly,
+CJK grams included, and query syntax characters are inert.
+
+Ranking. PostgreSQL's ts_rank and ts_rank_cd know no document frequency, so a query such as
+"what did the team decide" would rank documents full of "the" and "what" first. The score is
+BM25 with binary term frequency (memory entries are short; a term rarely repeats):
+
+    score(d) = F(|d|) * sum of idf(t) over query terms t in d
+    idf(t)   = ln(1 + (N - df_t + 0.5) / (df_t + 0.5))
+    F(|d|)   = (k1 + 1) / (1 + k1 * (1 - b + b * |d| / avg|d|))
+
+with |d| the document's distinct lexemes and N, df_t, avg|d| taken over the versions active
+at the head (`scopes`, `term_stats`), like SQLite's FTS5 statistics span the whole table.
+
+Scoring every document that shares any common word is what makes full-text search slow at a
+million entries, so the search runs MaxScore-style in up to two passes: first over the
+documents containing one of the rarest terms (a bounded number of rows), each scored with
+all terms; a document without any of those terms scores at most F_max times the other terms'
+idf sum, and when the first pass's limit-th score beats that bound its order is final. Only
+otherwise does a second pass score every matching document. Both passes give the same order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from psycopg import sql
+
+K1 = 1.2
+B = 0.75
+F_MAX = (K1 + 1) / (1 + K1 * (1 - B))
+"""The largest length factor (a document with no lexemes)."""
+MAX_SCORED_TERMS = 64
+"""Queries longer than this are matched and scored by their rarest 64 distinct terms."""
+FIRST_PASS_DF_BUDGET = 4096
+"""The first pass takes the rarest terms while their document frequencies sum to at most this."""
+MAX_POSITION = 16383
+MAX_POSITIONS_PER_LEXEME = 256
+MAX_LEXEME_BYTES = 2046
+
+
+def quote_lexeme(token: str) -> str:
+    """A lexeme quoted for tsvector and tsquery input: nothing inside is syntax."""
+    return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _clean(token: str) -> str:
+    # PostgreSQL text cannot hold NUL, and rejects lexemes over 2046 bytes; the analyzer makes
+    # neither (words stop at 64 characters), so only hand-made tokens lose anything here.
+    token = token.replace("\x00", "")
+    return token if len(token.encode("utf-8")) <= MAX_LEXEME_BYTES else ""
+
+
+def tsvector_literal(index_tokens: str) -> tuple[str, list[str]]:
+    """The tsvector input text of space-joined tokens (with positions) and its distinct
+    lexemes, in first-seen order."""
+    positions: dict[str, list[int]] = {}
+    for index, raw in enumerate(index_tokens.split(), start=1):
+        token = _clean(raw)
+        if not token:
+            continue
+        seen = positions.setdefault(token, [])
+        position = min(index, MAX_POSITION)
+        if len(seen) < MAX_POSITIONS_PER_LEXEME and (not seen or seen[-1] != position):
+            seen.append(position)
+    literal = " ".join(
+        f"{quote_lexeme(token)}:{','.join(map(str, places))}" for token, places in positions.items()
+    )
+    return literal, list(positions)
+
+
+def term_query(terms: Iterable[str]) -> str:
+    """A tsquery matching any of `terms` ('a' | 'b' | ...)."""
+    return " | ".join(quote_lexeme(term) for term in terms)
+
+
+def idf(df: int, total: int) -> float:
+    total = max(total, df)
+    return math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+
+
+@dataclass(frozen=True, slots=True)
+class RankPlan:
+    terms: tuple[str, ...]
+    """Distinct usable terms, rarest first, at most MAX_SCORED_TERMS."""
+    weights: tuple[float, ...]
+    first_pass: int
+    """How many of the rarest terms the first pass matches on."""
+    outside_bound: float
+    """The best score a document containing none of the first-pass terms can reach."""
+    average_length: float
+
+
+def plan_ranking(
+    terms: Sequence[str], frequencies: Mapping[str, int], total: int, lexeme_total: int
+) -> RankPlan | None:
+    distinct = [t for t in dict.fromkeys(_clean(term) for term in terms) if t]
+    if not distinct:
+        return None
+    # Rarest first; ties keep the query's order so the plan is deterministic.
+    ranked = sorted(distinct, key=lambda t: frequencies.get(t, 0))[:MAX_SCORED_TERMS]
+    weights = tuple(idf(frequencies.get(t, 0), total) for t in ranked)
+    first, budget = 0, 0
+    for term in ranked:
+        budget += frequencies.get(term, 0)
+        if first and budget > FIRST_PASS_DF_BUDGET:
+            break
+        first += 1
+    average = lexeme_total / total if total > 0 and lexeme_total > 0 else 1.0
+    return RankPlan(
+        terms=tuple(ranked),
+        weights=weights,
+        first_pass=first,
+        outside_bound=F_MAX * sum(weights[first:]),
+        average_length=average,
+    )
+
+
+def ranking_query(
+    plan: RankPlan, match_terms: int, scope_id: str, revision: int, limit: int
+) -> tuple[sql.Composed, list[object]]:
+    """The candidates query and its parameters: it matches versions active at `revision` that
+    contain one of the first `match_terms` terms and scores them with all of the plan's."""
+    cases = sql.SQL(" + ").join(
+        sql.SQL("(CASE WHEN tokens @@ %s::tsquery THEN %s::float8 ELSE 0 END)") for _ in plan.terms
+    )
+    query = sql.SQL(
+        "SELECT key, score, tsvector_to_array(tokens) FROM ("
+        " SELECT key, tokens, ({cases}) * (%s::float8 / (1 + %s::float8 * (1 - %s::float8"
+        " + %s::float8 * length(tokens) / %s::float8))) AS score"
+        " FROM entry_versions"
+        " WHERE scope_id = %s AND tokens @@ %s::tsquery AND added_revision <= %s"
+        " AND (removed_revision IS NULL OR removed_revision > %s)"
+        " ORDER BY score DESC, key LIMIT %s"
+        ") ranked ORDER BY score DESC, key"
+    ).format(cases=cases)
+    params: list[object] = []
+    for term, weight in zip(plan.terms, plan.weights, strict=True):
+        params.extend((quote_lexeme(term), weight))
+    params.extend((K1 + 1, K1, B, B, plan.average_length))
+    params.extend((scope_id, term_query(plan.terms[:match_terms]), revision, revision, limit))
+    return query, params
+
+
+def first_pass_is_final(plan: RankPlan, scores: Sequence[float], limit: int) -> bool:
+    """Whether no document outside the first pass can enter (or tie into) its top `limit`."""
+    if plan.first_pass >= len(plan.terms):
+        return True
+    if len(scores) < limit:
+        return False
+    margin = 1e-9 * max(1.0, plan.outside_bound)
+    return min(scores) > plan.outside_bound + margin

@@ -1,0 +1,171 @@
+"""Read queries. Revisions and versions are immutable, so each read of one exact revision
+gives the same answer in any snapshot; only `removed_revision` and vectors are ever added."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.rows import TupleRow
+
+from powercontext.memory.models import MemoryChange
+from powercontext.memory.ports import StoredVersion
+
+COLUMNS = (
+    "key, entry_id, entry_version_id, version, kind, text, metadata, created_at, "
+    "added_revision, removed_revision"
+)
+ACTIVE_AT = "added_revision <= %s AND (removed_revision IS NULL OR removed_revision > %s)"
+
+
+def version_of(row: Sequence[Any]) -> StoredVersion:
+    return StoredVersion(
+        key=int(row[0]),
+        entry_id=row[1],
+        entry_version_id=row[2],
+        version=int(row[3]),
+        kind=row[4],
+        text=row[5],
+        metadata=row[6],
+        created_at=row[7],
+        added_revision=int(row[8]),
+        removed_revision=None if row[9] is None else int(row[9]),
+    )
+
+
+async def head(conn: AsyncConnection[TupleRow], scope_id: str) -> int | None:
+    cur = await conn.execute("SELECT head_revision FROM scopes WHERE scope_id = %s", (scope_id,))
+    row = await cur.fetchone()
+    return int(row[0]) if row else None
+
+
+async def active_count(conn: AsyncConnection[TupleRow], scope_id: str, revision: int) -> int:
+    cur = await conn.execute(
+        "SELECT active_count FROM revisions WHERE scope_id = %s AND revision = %s",
+        (scope_id, revision),
+    )
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def one_version(
+    conn: AsyncConnection[TupleRow], where: str, params: Sequence[object]
+) -> StoredVersion | None:
+    cur = await conn.execute(f"SELECT {COLUMNS} FROM entry_versions WHERE {where}", params)
+    row = await cur.fetchone()
+    return version_of(row) if row else None
+
+
+async def fetch_versions(
+    conn: AsyncConnection[TupleRow], scope_id: str, keys: Sequence[int]
+) -> dict[int, StoredVersion]:
+    wanted = sorted({int(key) for key in keys})
+    if not wanted:
+        return {}
+    cur = await conn.execute(
+        f"SELECT {COLUMNS} FROM entry_versions WHERE scope_id = %s AND key = ANY(%s::bigint[])",
+        (scope_id, wanted),
+    )
+    return {version.key: version for version in map(version_of, await cur.fetchall())}
+
+
+async def list_versions(
+    conn: AsyncConnection[TupleRow],
+    scope_id: str,
+    revision: int,
+    after_key: int | None,
+    limit: int,
+) -> list[StoredVersion]:
+    if limit <= 0:
+        return []
+    cur = await conn.execute(
+        f"SELECT {COLUMNS} FROM entry_versions WHERE scope_id = %s AND key > %s AND {ACTIVE_AT} "
+        "ORDER BY key LIMIT %s",
+        (scope_id, -1 if after_key is None else after_key, revision, revision, limit),
+    )
+    return [version_of(row) for row in await cur.fetchall()]
+
+
+_CHANGES = (
+    "SELECT revision, op, entry_id, entry_version_id, previous_entry_version_id, reason, "
+    "created_at FROM changes WHERE scope_id = %s "
+)
+
+
+def _change(row: Sequence[Any]) -> MemoryChange:
+    return MemoryChange(
+        revision=row[0],
+        op=row[1],
+        entry_id=row[2],
+        entry_version_id=row[3],
+        previous_entry_version_id=row[4],
+        reason=row[5],
+        created_at=row[6],
+    )
+
+
+async def changes(
+    conn: AsyncConnection[TupleRow], scope_id: str, since_revision: int, limit: int
+) -> list[MemoryChange]:
+    """Changes of revisions after `since_revision`, in order, whole revisions only.
+
+    A page never splits a revision (a reader resumes from the last revision it saw); when the
+    first revision alone has more than `limit` changes, the page holds all of them.
+    """
+    cur = await conn.execute(
+        _CHANGES + "AND revision > %s ORDER BY revision, seq LIMIT %s",
+        (scope_id, since_revision, max(limit, 1) + 1),
+    )
+    rows = await cur.fetchall()
+    if len(rows) > limit:
+        cut = rows[limit][0]
+        kept = [row for row in rows if row[0] < cut]
+        if not kept:
+            cur = await conn.execute(_CHANGES + "AND revision = %s ORDER BY seq", (scope_id, cut))
+            kept = await cur.fetchall()
+        rows = kept
+    return [_change(row) for row in rows]
+
+
+async def missing_vectors(
+    conn: AsyncConnection[TupleRow],
+    scope_id: str,
+    revision: int,
+    profile_id: str,
+    added_after: int,
+) -> tuple[int, bool]:
+    """How many versions active at `revision`, added after `added_after`, have no vector of the
+    profile; and whether the revision exists yet (only then is its active set final)."""
+    cur = await conn.execute(
+        "SELECT (SELECT count(*) FROM entry_versions e WHERE e.scope_id = %s "
+        f"AND e.added_revision > %s AND {ACTIVE_AT} "
+        "AND NOT EXISTS (SELECT 1 FROM entry_vectors v "
+        "WHERE v.scope_id = e.scope_id AND v.profile_id = %s AND v.key = e.key)), "
+        "EXISTS (SELECT 1 FROM revisions WHERE scope_id = %s AND revision = %s)",
+        (scope_id, added_after, revision, revision, profile_id, scope_id, revision),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return int(row[0]), bool(row[1])
+
+
+async def versions_missing_vectors(
+    conn: AsyncConnection[TupleRow], scope_id: str, profile_id: str, limit: int
+) -> list[StoredVersion]:
+    if limit <= 0:
+        return []
+    cur = await conn.execute(
+        f"SELECT {COLUMNS} FROM entry_versions e WHERE e.scope_id = %s "
+        "AND e.removed_revision IS NULL AND NOT EXISTS (SELECT 1 FROM entry_vectors v "
+        "WHERE v.scope_id = e.scope_id AND v.profile_id = %s AND v.key = e.key) "
+        "ORDER BY e.key LIMIT %s",
+        (scope_id, profile_id, limit),
+    )
+    return [version_of(row) for row in await cur.fetchall()]
+
+
+async def scope_ids(conn: AsyncConnection[TupleRow]) -> list[str]:
+    # Byte order, as the embedded store sorts, whatever the database's collation.
+    cur = await conn.execute('SELECT scope_id FROM scopes ORDER BY scope_id COLLATE "C"')
+    return [row[0] for row in await cur.fetchall()]

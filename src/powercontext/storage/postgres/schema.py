@@ -1,0 +1,177 @@
+"""Versioned schema migrations of the PostgreSQL store.
+
+Each migration runs once, in its own transaction, under an advisory lock, and is recorded in
+`schema_migrations`; several servers opening one database at once apply it exactly once.
+Migrations are append-only: never edit one that has shipped, add the next.
+
+The model is the embedded store's: a version is active at revision r when
+`added_revision <= r` and (`removed_revision` is null or `> r`), so two integers per version
+record every revision's complete active set. Every table is keyed by `scope_id` (each primary
+key and unique constraint starts with it, each foreign key carries it), so the tables can be
+distributed by scope with Citus `create_distributed_table(table, 'scope_id')`; only the
+bookkeeping table `schema_migrations` is global (a Citus reference or coordinator-local table).
+
+Per-profile HNSW indexes are not migrations: the store creates one the first time it stores
+vectors of a new embedding profile (see vectors.py).
+"""
+
+from __future__ import annotations
+
+from psycopg import AsyncConnection, errors
+from psycopg.rows import TupleRow
+
+from powercontext.memory.errors import StorageError
+
+# pg_advisory_xact_lock key: "powercontext schema" as a constant so every process agrees.
+MIGRATION_LOCK = 7_307_216_041_993_010_001
+
+# The tsvector holds the analyzer's tokens verbatim (the store builds the literal itself, see
+# fulltext.py): no parser or dictionary of PostgreSQL touches them, so CJK grams and every
+# casefolded token match exactly as the analyzer produced them. `term_stats` keeps each term's
+# document frequency over the versions active at the head, for the IDF of the ranking.
+_V1 = (
+    "CREATE EXTENSION IF NOT EXISTS vector",
+    """
+    CREATE TABLE scopes (
+        scope_id text PRIMARY KEY,
+        head_revision bigint NOT NULL CHECK (head_revision >= 1),
+        active_count bigint NOT NULL CHECK (active_count >= 0),
+        lexeme_total bigint NOT NULL CHECK (lexeme_total >= 0),
+        created_at timestamptz NOT NULL
+    )
+    """,
+    # Row keys of entry versions, one sequence for all scopes: a key orders versions by
+    # insertion, within a scope (keys are drawn under the scope's lock) and across scopes.
+    "CREATE SEQUENCE entry_version_keys AS bigint",
+    """
+    CREATE TABLE revisions (
+        scope_id text NOT NULL REFERENCES scopes (scope_id),
+        revision bigint NOT NULL CHECK (revision >= 1),
+        created_at timestamptz NOT NULL,
+        active_count bigint NOT NULL CHECK (active_count >= 0),
+        change_count integer NOT NULL,
+        PRIMARY KEY (scope_id, revision)
+    )
+    """,
+    """
+    CREATE TABLE entry_versions (
+        scope_id text NOT NULL,
+        key bigint NOT NULL,
+        entry_id text NOT NULL,
+        entry_version_id text NOT NULL,
+        version integer NOT NULL CHECK (version >= 1),
+        kind text NOT NULL,
+        text text NOT NULL,
+        metadata json NOT NULL,
+        created_at timestamptz NOT NULL,
+        added_revision bigint NOT NULL,
+        removed_revision bigint,
+        tokens tsvector NOT NULL,
+        PRIMARY KEY (scope_id, key),
+        UNIQUE (scope_id, entry_version_id),
+        UNIQUE (scope_id, entry_id, version),
+        FOREIGN KEY (scope_id, added_revision) REFERENCES revisions (scope_id, revision),
+        CHECK (removed_revision IS NULL OR removed_revision > added_revision)
+    )
+    """,
+    # At most one active version per entry: a stale plan fails here instead of forking an entry.
+    """
+    CREATE UNIQUE INDEX entry_versions_one_active ON entry_versions (scope_id, entry_id)
+    WHERE removed_revision IS NULL
+    """,
+    # missing_vector_count looks only at versions added after a fully embedded revision.
+    "CREATE INDEX entry_versions_by_added ON entry_versions (scope_id, added_revision)",
+    "CREATE INDEX entry_versions_tokens ON entry_versions USING gin (tokens)",
+    """
+    CREATE TABLE changes (
+        scope_id text NOT NULL,
+        revision bigint NOT NULL,
+        seq integer NOT NULL,
+        op text NOT NULL CHECK (op IN ('add', 'revise', 'retire', 'reactivate')),
+        entry_id text NOT NULL,
+        entry_version_id text NOT NULL,
+        previous_entry_version_id text,
+        reason text,
+        created_at timestamptz NOT NULL,
+        PRIMARY KEY (scope_id, revision, seq),
+        FOREIGN KEY (scope_id, revision) REFERENCES revisions (scope_id, revision)
+    )
+    """,
+    # `embedding` has no typmod because profiles differ in dimension; each profile's partial
+    # HNSW index casts to its own vector(d), which also rejects a vector of another dimension.
+    """
+    CREATE TABLE entry_vectors (
+        scope_id text NOT NULL,
+        profile_id text NOT NULL,
+        key bigint NOT NULL,
+        embedding vector NOT NULL,
+        PRIMARY KEY (scope_id, profile_id, key),
+        FOREIGN KEY (scope_id, key) REFERENCES entry_versions (scope_id, key)
+    )
+    """,
+    """
+    CREATE TABLE term_stats (
+        scope_id text NOT NULL REFERENCES scopes (scope_id),
+        term text NOT NULL,
+        df bigint NOT NULL CHECK (df >= 0),
+        PRIMARY KEY (scope_id, term)
+    )
+    """,
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+"""MIGRATIONS[i] brings the schema from version i to version i + 1."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_CREATE_BOOKKEEPING = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+    "version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+)
+
+
+async def applied_version(conn: AsyncConnection[TupleRow]) -> int:
+    cur = await conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
+    row = await cur.fetchone()
+    if row is None or not row[0]:
+        return 0
+    cur = await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+def _check_not_newer(version: int) -> None:
+    if version > SCHEMA_VERSION:
+        raise StorageError(
+            f"the database has schema version {version}, newer than the {SCHEMA_VERSION} this "
+            "PowerContext supports; upgrade PowerContext to open it"
+        )
+
+
+async def migrate(conn: AsyncConnection[TupleRow]) -> list[int]:
+    """Apply every pending migration on an autocommit connection; returns the versions applied
+    by this call (empty when the schema was current)."""
+    version = await applied_version(conn)
+    _check_not_newer(version)
+    applied: list[int] = []
+    while version < SCHEMA_VERSION:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            await conn.execute(_CREATE_BOOKKEEPING)
+            version = await applied_version(conn)
+            _check_not_newer(version)
+            if version >= SCHEMA_VERSION:
+                break
+            for statement in MIGRATIONS[version]:
+                try:
+                    await conn.execute(statement)
+                except errors.InsufficientPrivilege as exc:
+                    raise StorageError(
+                        f"schema migration {version + 1} needs a privilege this role lacks "
+                        f"({exc.sqlstate}: {exc}); if it is CREATE EXTENSION vector, run it "
+                        "once as a superuser in this database"
+                    ) from exc
+            version += 1
+            await conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+            applied.append(version)
+    return applied

@@ -1,0 +1,356 @@
+"""PostgresMemoryStore: the MemoryStore on PostgreSQL (tsvector + GIN, pgvector + HNSW).
+
+Every call borrows a connection from one psycopg AsyncConnectionPool (autocommit; explicit
+transactions where a call needs one), so the event loop never blocks on the database. No
+statement is prepared server-side: plans are made with the actual scope and revision, which
+is what lets the planner choose between HNSW and an exact scan per scope (and keeps the store
+usable behind a transaction-pooling PgBouncer).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from types import TracebackType
+
+import numpy as np
+import psycopg
+from psycopg import AsyncConnection
+from psycopg.rows import TupleRow
+from psycopg_pool import AsyncConnectionPool
+
+from powercontext.memory.errors import MemoryValidationError, NotFoundError, RevisionConflictError
+from powercontext.memory.models import MemoryChange
+from powercontext.memory.ports import (
+    CommitResult,
+    FtsCandidate,
+    PlannedChange,
+    StoredVersion,
+    Vector,
+    VectorCandidate,
+)
+from powercontext.storage.postgres import fulltext, reads, vectors, writes
+from powercontext.storage.postgres.connection import PoolOptions, connect, split_url
+from powercontext.storage.postgres.errors import is_unique_violation, storage_error
+from powercontext.storage.postgres.schema import migrate
+
+_CACHE_LIMIT = 4096
+
+
+class _Bounded(OrderedDict[tuple[str, str], int]):
+    """A small LRU map; what it holds is a hint that is re-derived when evicted."""
+
+    def remember(self, key: tuple[str, str], value: int) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > _CACHE_LIMIT:
+            self.popitem(last=False)
+
+
+async def upgrade(url: str) -> list[int]:
+    """Apply pending schema migrations (`powercontext db upgrade`); the versions applied."""
+    conninfo, options = split_url(url)
+    conn = await connect(conninfo, options.timeout_seconds)
+    try:
+        return await migrate(conn)
+    except psycopg.Error as exc:
+        raise storage_error(exc, "migrating the schema") from exc
+    finally:
+        await conn.close()
+
+
+class PostgresMemoryStore:
+    """Durable, revisioned Memory in PostgreSQL. Open with `await open(url)`."""
+
+    def __init__(self, pool: AsyncConnectionPool[AsyncConnection[TupleRow]]) -> None:
+        self._pool = pool
+        self._indexed: dict[str, int] = {}
+        self._dimensions = _Bounded()
+        # (scope, profile) -> a revision at which every active version had a vector. Vectors
+        # are never deleted and revisions never change, so this stays true in every process.
+        self._embedded_through = _Bounded()
+
+    @classmethod
+    async def open(cls, url: str, *, options: PoolOptions | None = None) -> PostgresMemoryStore:
+        """Connect, apply pending migrations and open the pool."""
+        conninfo, chosen = split_url(url, options)
+        conn = await connect(conninfo, chosen.timeout_seconds)
+        try:
+            await migrate(conn)
+            oid = await vectors.vector_oid(conn)
+        except psycopg.Error as exc:
+            raise storage_error(exc, "migrating the schema") from exc
+        finally:
+            await conn.close()
+        dumper = vectors.dumper_for(oid)
+
+        async def configure(new: AsyncConnection[TupleRow]) -> None:
+            new.adapters.register_dumper(np.ndarray, dumper)
+            await new.execute("SET TIME ZONE 'UTC'")
+
+        pool: AsyncConnectionPool[AsyncConnection[TupleRow]] = AsyncConnectionPool(
+            conninfo,
+            min_size=chosen.min_size,
+            max_size=chosen.max_size,
+            timeout=chosen.timeout_seconds,
+            kwargs={"autocommit": True, "prepare_threshold": None},
+            configure=configure,
+            open=False,
+            name="powercontext",
+        )
+        try:
+            await pool.open(wait=True, timeout=chosen.timeout_seconds)
+        except psycopg.Error as exc:
+            await pool.close()
+            raise storage_error(exc, "opening the connection pool") from exc
+        return cls(pool)
+
+    async def __aenter__(self) -> PostgresMemoryStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    @asynccontextmanager
+    async def _connection(self, doing: str) -> AsyncIterator[AsyncConnection[TupleRow]]:
+        try:
+            async with self._pool.connection() as conn:
+                yield conn
+        except psycopg.Error as exc:
+            raise storage_error(exc, doing) from exc
+
+    async def head(self, scope_id: str) -> int | None:
+        async with self._connection("reading the head") as conn:
+            return await reads.head(conn, scope_id)
+
+    async def commit(
+        self, scope_id: str, expected_head: int | None, changes: Sequence[PlannedChange]
+    ) -> CommitResult:
+        planned = list(changes)
+        writes.validate_plan(planned)
+        async with self._connection(f"committing {len(planned)} changes") as conn:
+            try:
+                return await writes.commit(conn, scope_id, expected_head, planned)
+            except psycopg.Error as exc:
+                if not is_unique_violation(exc):
+                    raise
+                raise RevisionConflictError(
+                    f"a new entry version collides with a stored one ({exc.sqlstate})",
+                    expected=expected_head or None,
+                    actual=None,
+                ) from exc
+
+    async def latest_version(self, scope_id: str, entry_id: str) -> StoredVersion | None:
+        async with self._connection("reading an entry") as conn:
+            return await reads.one_version(
+                conn,
+                "scope_id = %s AND entry_id = %s ORDER BY version DESC LIMIT 1",
+                (scope_id, entry_id),
+            )
+
+    async def get_version(self, scope_id: str, entry_version_id: str) -> StoredVersion | None:
+        async with self._connection("reading an entry version") as conn:
+            return await reads.one_version(
+                conn, "scope_id = %s AND entry_version_id = %s", (scope_id, entry_version_id)
+            )
+
+    async def fetch_versions(self, scope_id: str, keys: Sequence[int]) -> dict[int, StoredVersion]:
+        async with self._connection("fetching entry versions") as conn:
+            return await reads.fetch_versions(conn, scope_id, keys)
+
+    async def list_versions(
+        self, scope_id: str, revision: int, *, after_key: int | None, limit: int
+    ) -> list[StoredVersion]:
+        async with self._connection("listing entry versions") as conn:
+            return await reads.list_versions(conn, scope_id, revision, after_key, limit)
+
+    async def changes(
+        self, scope_id: str, since_revision: int, *, limit: int
+    ) -> list[MemoryChange]:
+        async with self._connection("reading changes") as conn:
+            return await reads.changes(conn, scope_id, since_revision, limit)
+
+    async def fts_candidates(
+        self, scope_id: str, revision: int, terms: Sequence[str], *, limit: int
+    ) -> list[FtsCandidate]:
+        wanted = [str(term) for term in terms]
+        if not wanted or limit <= 0:
+            return []
+        async with self._connection("searching the full-text index") as conn:
+            cur = await conn.execute(
+                "SELECT active_count, lexeme_total FROM scopes WHERE scope_id = %s", (scope_id,)
+            )
+            scope = await cur.fetchone()
+            if scope is None:
+                return []
+            cur = await conn.execute(
+                "SELECT term, df FROM term_stats WHERE scope_id = %s AND term = ANY(%s::text[])",
+                (scope_id, wanted),
+            )
+            frequencies = {row[0]: int(row[1]) for row in await cur.fetchall()}
+            plan = fulltext.plan_ranking(wanted, frequencies, int(scope[0]), int(scope[1]))
+            if plan is None:
+                return []
+            query, params = fulltext.ranking_query(plan, plan.first_pass, scope_id, revision, limit)
+            rows = await (await conn.execute(query, params)).fetchall()
+            if not fulltext.first_pass_is_final(plan, [row[1] for row in rows], limit):
+                query, params = fulltext.ranking_query(
+                    plan, len(plan.terms), scope_id, revision, limit
+                )
+                rows = await (await conn.execute(query, params)).fetchall()
+        return [
+            FtsCandidate(key=int(key), score=float(score), tokens=frozenset(tokens))
+            for key, score, tokens in rows
+        ]
+
+    async def _dimension(
+        self, conn: AsyncConnection[TupleRow], scope_id: str, profile_id: str
+    ) -> int | None:
+        known = self._dimensions.get((scope_id, profile_id))
+        if known is None:
+            known = await vectors.stored_dimension(conn, scope_id, profile_id)
+            if known is not None:
+                self._dimensions.remember((scope_id, profile_id), known)
+        return known
+
+    async def vector_candidates(
+        self, scope_id: str, revision: int, profile_id: str, query: Vector, *, limit: int
+    ) -> list[VectorCandidate]:
+        return await self._nearest(scope_id, revision, profile_id, query, limit, exact=False)
+
+    async def exact_vector_candidates(
+        self, scope_id: str, revision: int, profile_id: str, query: Vector, *, limit: int
+    ) -> list[VectorCandidate]:
+        """vector_candidates by exhaustive comparison, never an index (benchmarks, tests)."""
+        return await self._nearest(scope_id, revision, profile_id, query, limit, exact=True)
+
+    async def _nearest(
+        self,
+        scope_id: str,
+        revision: int,
+        profile_id: str,
+        query: Vector,
+        limit: int,
+        *,
+        exact: bool,
+    ) -> list[VectorCandidate]:
+        vector = np.asarray(query, dtype=np.float32)
+        if vector.ndim != 1 or not np.all(np.isfinite(vector)):
+            raise MemoryValidationError("the query vector must be a finite 1-D array")
+        norm = float(np.linalg.norm(vector))
+        if limit <= 0 or norm == 0.0:
+            return []  # a zero vector has no direction: nothing is near it
+        async with self._connection("searching vectors") as conn:
+            dimension = await self._dimension(conn, scope_id, profile_id)
+            if dimension is None:
+                return []
+            if vector.shape[0] != dimension:
+                raise MemoryValidationError(
+                    f"query vector has {vector.shape[0]} dimensions; profile {profile_id!r} "
+                    f"stores {dimension}"
+                )
+            unit = vector / norm
+            params = (unit, scope_id, revision, revision, limit)
+            rows = await self._search(conn, profile_id, dimension, params, limit, exact)
+            # The graph walk stops after hnsw.max_scan_tuples; if it came back short while the
+            # revision has more versions, the filters starved it: compare exhaustively.
+            short = not exact and len(rows) < limit
+            if short and len(rows) < await reads.active_count(conn, scope_id, revision):
+                rows = await self._search(conn, profile_id, dimension, params, limit, True)
+        found = [
+            VectorCandidate(key=int(key), similarity=0.0 if distance != distance else 1 - distance)
+            for key, distance in rows
+        ]
+        found.sort(key=lambda c: (-c.similarity, c.key))
+        return found
+
+    async def _search(
+        self,
+        conn: AsyncConnection[TupleRow],
+        profile_id: str,
+        dimension: int,
+        params: tuple[object, ...],
+        limit: int,
+        exact: bool,
+    ) -> list[tuple[int, float]]:
+        statement = vectors.nearest_query(profile_id, dimension, exact=exact)
+        async with conn.transaction():
+            if not exact:
+                # relaxed_order: keep walking the graph until LIMIT rows pass the filters; the
+                # few rows out of order are re-sorted by the caller.
+                await conn.execute(
+                    "SELECT set_config('hnsw.ef_search', %s, true), "
+                    "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                    (str(vectors.ef_search(limit)),),
+                )
+            cur = await conn.execute(statement, params)
+            return [(int(row[0]), float(row[1])) for row in await cur.fetchall()]
+
+    async def missing_vector_count(self, scope_id: str, revision: int, profile_id: str) -> int:
+        async with self._connection("counting missing vectors") as conn:
+            through = self._embedded_through.get((scope_id, profile_id))
+            # Versions active at a revision >= `through` that were added by `through` were
+            # active then, so they have vectors: only later additions need counting.
+            after = through if through is not None and revision >= through else 0
+            missing, exists = await reads.missing_vectors(
+                conn, scope_id, revision, profile_id, after
+            )
+        if missing == 0 and exists:
+            self._embedded_through.remember((scope_id, profile_id), max(revision, through or 0))
+        return missing
+
+    async def versions_missing_vectors(
+        self, scope_id: str, profile_id: str, *, limit: int
+    ) -> list[StoredVersion]:
+        async with self._connection("listing versions without vectors") as conn:
+            return await reads.versions_missing_vectors(conn, scope_id, profile_id, limit)
+
+    async def put_vectors(
+        self, scope_id: str, profile_id: str, items: Sequence[tuple[int, Vector]]
+    ) -> None:
+        pending = list(items)
+        if not pending:
+            return
+        dimension, rows = vectors.unit_rows(pending)
+        async with self._connection(f"storing {len(rows)} vectors") as conn:
+            indexed = self._indexed.get(profile_id)
+            if indexed is None:
+                indexed = await vectors.ensure_index(conn, profile_id, dimension)
+                self._indexed[profile_id] = indexed
+            stored = await self._dimension(conn, scope_id, profile_id)
+            expected = stored if stored is not None else indexed
+            if dimension != expected:
+                raise MemoryValidationError(
+                    f"profile {profile_id!r} stores {expected}-dimensional vectors; got {dimension}"
+                )
+            wanted = sorted({key for key, _ in rows})
+            cur = await conn.execute(
+                "SELECT key FROM entry_versions WHERE scope_id = %s AND key = ANY(%s::bigint[])",
+                (scope_id, wanted),
+            )
+            known = {int(row[0]) for row in await cur.fetchall()}
+            missing = [key for key in wanted if key not in known]
+            if missing:
+                raise NotFoundError(
+                    f"scope {scope_id!r} has no entry versions with keys {missing[:5]}"
+                )
+            async with conn.transaction():
+                await conn.cursor().executemany(
+                    "INSERT INTO entry_vectors (scope_id, profile_id, key, embedding) "
+                    "VALUES (%s, %s, %s, %b) ON CONFLICT (scope_id, profile_id, key) "
+                    "DO UPDATE SET embedding = EXCLUDED.embedding",
+                    [(scope_id, profile_id, key, vector) for key, vector in rows],
+                )
+
+    async def scope_ids(self) -> list[str]:
+        async with self._connection("listing scopes") as conn:
+            return await reads.scope_ids(conn)
+
+    async def close(self) -> None:
+        await self._pool.close()

@@ -1,0 +1,157 @@
+"""The vector channel: pgvector's binary wire format, per-profile HNSW indexes, the queries.
+
+One `entry_vectors` table holds every profile's vectors in a `vector` column without a
+dimension. Each profile gets a partial expression index
+
+    CREATE INDEX entry_vectors_hnsw_<hash> ON entry_vectors
+    USING hnsw ((embedding::vector(d)) vector_cosine_ops) WHERE profile_id = '<profile>'
+
+created the first time vectors of that profile are stored. The cast gives the index its
+dimension and makes an insert of another dimension fail; the predicate keeps stale profiles
+out of the graph. Queries spell the same cast and predicate (as literals, so the planner can
+prove the partial index applies) and let the planner choose between the HNSW graph and an
+exact scan of the scope. pgvector indexes at most 2000 dimensions: larger profiles are
+searched exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import struct
+from typing import Any
+
+import numpy as np
+from psycopg import AsyncConnection, sql
+from psycopg.abc import Buffer
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
+from psycopg.rows import TupleRow
+
+from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.ports import Vector
+
+HNSW_MAX_DIMENSION = 2000
+INDEX_LOCK = 7_307_216_041_993_010_002
+"""pg_advisory_xact_lock key that serializes index creation across processes."""
+_DIMENSION_IN_INDEX = re.compile(r"::vector\((\d+)\)")
+
+
+class VectorBinaryDumper(Dumper):
+    """numpy array -> pgvector's binary input: int16 dimension, int16 unused, float4 values
+    in network byte order. `oid` is set per database (see dumper_for)."""
+
+    format = Format.BINARY
+
+    def dump(self, obj: Any) -> Buffer:
+        array = np.asarray(obj, dtype=">f4").reshape(-1)
+        return struct.pack(">HH", array.shape[0], 0) + array.tobytes()
+
+
+def dumper_for(oid: int) -> type[VectorBinaryDumper]:
+    return type("PgVectorDumper", (VectorBinaryDumper,), {"oid": oid})
+
+
+async def vector_oid(conn: AsyncConnection[TupleRow]) -> int:
+    cur = await conn.execute("SELECT 'vector'::regtype::oid")
+    row = await cur.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def unit_rows(items: list[tuple[int, Vector]]) -> tuple[int, list[tuple[int, Vector]]]:
+    """Validated unit float32 copies and their common dimension (a zero vector stays zero)."""
+    dimension: int | None = None
+    rows: list[tuple[int, Vector]] = []
+    for key, vector in items:
+        array = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if array.ndim != 1 or array.shape[0] == 0:
+            raise MemoryValidationError("a vector must be a non-empty 1-D array")
+        if not np.all(np.isfinite(array)):
+            raise MemoryValidationError(f"the vector of key {key} has NaN or infinite values")
+        if dimension is not None and array.shape[0] != dimension:
+            raise MemoryValidationError("vectors of one call must share one dimension")
+        dimension = array.shape[0]
+        norm = float(np.linalg.norm(array))
+        rows.append((int(key), array / norm if norm > 0 else array))
+    assert dimension is not None
+    return dimension, rows
+
+
+def index_name(profile_id: str) -> str:
+    digest = hashlib.sha256(profile_id.encode("utf-8")).hexdigest()[:24]
+    return f"entry_vectors_hnsw_{digest}"
+
+
+async def indexed_dimension(conn: AsyncConnection[TupleRow], profile_id: str) -> int | None:
+    cur = await conn.execute("SELECT pg_get_indexdef(to_regclass(%s))", (index_name(profile_id),))
+    row = await cur.fetchone()
+    if row is None or row[0] is None:
+        return None
+    match = _DIMENSION_IN_INDEX.search(str(row[0]))
+    return int(match.group(1)) if match else None
+
+
+async def ensure_index(conn: AsyncConnection[TupleRow], profile_id: str, dimension: int) -> int:
+    """The dimension of the profile's HNSW index, creating the index when it is missing.
+    Runs in its own transaction; an empty index builds instantly and then grows per insert."""
+    if dimension > HNSW_MAX_DIMENSION:
+        return dimension
+    found = await indexed_dimension(conn, profile_id)
+    if found is not None:
+        return found
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (INDEX_LOCK,))
+        found = await indexed_dimension(conn, profile_id)
+        if found is not None:
+            return found
+        await conn.execute(
+            sql.SQL(
+                "CREATE INDEX {name} ON entry_vectors USING hnsw "
+                "((embedding::vector({dimension})) vector_cosine_ops) "
+                "WHERE profile_id = {profile}"
+            ).format(
+                name=sql.Identifier(index_name(profile_id)),
+                dimension=sql.Literal(dimension),
+                profile=sql.Literal(profile_id),
+            )
+        )
+    return dimension
+
+
+async def stored_dimension(
+    conn: AsyncConnection[TupleRow], scope_id: str, profile_id: str
+) -> int | None:
+    cur = await conn.execute(
+        "SELECT vector_dims(embedding) FROM entry_vectors "
+        "WHERE scope_id = %s AND profile_id = %s LIMIT 1",
+        (scope_id, profile_id),
+    )
+    row = await cur.fetchone()
+    return int(row[0]) if row else None
+
+
+_ACTIVE = "e.added_revision <= %s AND (e.removed_revision IS NULL OR e.removed_revision > %s)"
+
+
+def nearest_query(profile_id: str, dimension: int, *, exact: bool) -> sql.Composed:
+    """Nearest active versions by cosine distance. The approximate form orders by the indexed
+    expression (so the planner may walk the HNSW graph); the exact form orders by the bare
+    column, which no index serves, so every vector of the scope is compared."""
+    distance: sql.Composable
+    if exact:
+        distance = sql.SQL("v.embedding <=> %b")
+    else:
+        distance = sql.SQL("v.embedding::vector({d}) <=> %b").format(d=sql.Literal(dimension))
+    return sql.SQL(
+        "SELECT v.key, {distance} AS distance FROM entry_vectors v "
+        "JOIN entry_versions e ON e.scope_id = v.scope_id AND e.key = v.key "
+        "WHERE v.scope_id = %s AND v.profile_id = {profile} AND " + _ACTIVE + " "
+        "ORDER BY distance LIMIT %s"
+    ).format(distance=distance, profile=sql.Literal(profile_id))
+
+
+def ef_search(limit: int) -> int:
+    """Candidate list size of the HNSW search: at least twice the rows wanted (pgvector's
+    default 40 is tuned for LIMIT 10), within pgvector's bound of 1000."""
+    return max(64, min(1000, 2 * limit))

@@ -1,0 +1,268 @@
+"""The commit transaction: a compare-and-swap on the scope head, then the revision's rows.
+
+The first statement swaps the head (`UPDATE scopes ... WHERE head_revision = expected`, or
+the scope's first INSERT). It takes the scope row's lock, so a concurrent commit of the same
+scope from any process waits, then re-evaluates the WHERE against the new head, updates
+nothing and fails with a conflict. Everything after it happens under that lock: keys are
+drawn from a sequence (so within a scope they follow commit order), versions are loaded with
+COPY, and the transaction commits all of it or none.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+
+from psycopg import AsyncConnection
+from psycopg.rows import TupleRow
+
+from powercontext.memory.errors import MemoryValidationError, RevisionConflictError
+from powercontext.memory.ports import CommitResult, NewVersion, PlannedChange
+from powercontext.storage.postgres.fulltext import tsvector_literal
+
+_CARRIES_NEW = {"add": True, "revise": True, "reactivate": True, "retire": False}
+_RETIRES = {"add": False, "revise": True, "reactivate": False, "retire": True}
+
+_VERSION_COLUMNS = (
+    "scope_id, key, entry_id, entry_version_id, version, kind, text, metadata, created_at, "
+    "added_revision, tokens"
+)
+
+
+def validate_plan(changes: Sequence[PlannedChange]) -> None:
+    """Shape checks that need no database; run before the transaction opens."""
+    if not changes:
+        raise MemoryValidationError("a commit needs at least one change")
+    for index, change in enumerate(changes):
+        if change.op not in _CARRIES_NEW:
+            raise MemoryValidationError(f"change {index}: unknown op {change.op!r}")
+        if _CARRIES_NEW[change.op] != (change.new is not None):
+            raise MemoryValidationError(
+                f"change {index}: op {change.op!r} "
+                + ("needs a new version" if _CARRIES_NEW[change.op] else "takes no new version")
+            )
+        if _RETIRES[change.op] != (change.previous_entry_version_id is not None):
+            raise MemoryValidationError(
+                f"change {index}: op {change.op!r} "
+                + ("needs" if _RETIRES[change.op] else "takes no")
+                + " previous_entry_version_id"
+            )
+        if change.new is not None and change.new.version < 1:
+            raise MemoryValidationError(f"change {index}: version must be >= 1")
+
+
+def encode_metadata(metadata: dict[str, object]) -> str:
+    try:
+        return json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise MemoryValidationError(f"metadata must be a JSON object: {exc}") from exc
+
+
+def conflict(message: str, expected: int | None, actual: int | None) -> RevisionConflictError:
+    return RevisionConflictError(message, expected=expected, actual=actual)
+
+
+async def current_head(conn: AsyncConnection[TupleRow], scope_id: str) -> int | None:
+    cur = await conn.execute("SELECT head_revision FROM scopes WHERE scope_id = %s", (scope_id,))
+    row = await cur.fetchone()
+    return int(row[0]) if row else None
+
+
+async def _swap_head(
+    conn: AsyncConnection[TupleRow], scope_id: str, expected: int | None
+) -> tuple[int, datetime, int, int]:
+    """revision, commit time, active count and lexeme total at the old head."""
+    if expected is None:
+        cur = await conn.execute(
+            "INSERT INTO scopes (scope_id, head_revision, active_count, lexeme_total, created_at)"
+            " VALUES (%s, 1, 0, 0, clock_timestamp()) "
+            "ON CONFLICT (scope_id) DO NOTHING RETURNING created_at, 0, 0",
+            (scope_id,),
+        )
+    else:
+        # clock_timestamp() is read after the row lock is granted: created_at follows revisions.
+        cur = await conn.execute(
+            "UPDATE scopes SET head_revision = head_revision + 1 "
+            "WHERE scope_id = %s AND head_revision = %s "
+            "RETURNING clock_timestamp(), active_count, lexeme_total",
+            (scope_id, expected),
+        )
+    row = await cur.fetchone()
+    if row is None:
+        actual = await current_head(conn, scope_id)
+        raise conflict(
+            f"scope {scope_id!r} is at revision {actual or 0}, expected {expected or 0}",
+            expected,
+            actual,
+        )
+    return (expected or 0) + 1, row[0], int(row[1]), int(row[2])
+
+
+async def _draw_keys(conn: AsyncConnection[TupleRow], count: int) -> list[int]:
+    """`count` increasing keys; drawn under the scope lock, so they follow commit order."""
+    if count == 0:
+        return []
+    cur = await conn.execute(
+        "SELECT nextval('entry_version_keys') FROM generate_series(1, %s)", (count,)
+    )
+    return sorted(int(row[0]) for row in await cur.fetchall())
+
+
+async def _retire(
+    conn: AsyncConnection[TupleRow],
+    scope_id: str,
+    revision: int,
+    previous_ids: list[str],
+    expected: int | None,
+) -> dict[str, tuple[str, list[str]]]:
+    """Close the versions' intervals; entry_id and lexemes of each. All must still be active."""
+    if not previous_ids:
+        return {}
+    if len(set(previous_ids)) != len(previous_ids):
+        raise conflict("one commit retires the same entry version twice", expected, expected)
+    cur = await conn.execute(
+        "UPDATE entry_versions SET removed_revision = %s "
+        "WHERE scope_id = %s AND entry_version_id = ANY(%s::text[]) AND removed_revision IS NULL "
+        "RETURNING entry_version_id, entry_id, tsvector_to_array(tokens)",
+        (revision, scope_id, previous_ids),
+    )
+    retired = {row[0]: (row[1], list(row[2])) for row in await cur.fetchall()}
+    gone = [version_id for version_id in previous_ids if version_id not in retired]
+    if gone:
+        raise conflict(
+            f"entry version {gone[0]!r} does not exist or is no longer active", expected, expected
+        )
+    return retired
+
+
+async def _copy_versions(
+    conn: AsyncConnection[TupleRow],
+    scope_id: str,
+    revision: int,
+    created_at: datetime,
+    news: list[NewVersion],
+) -> tuple[tuple[int, ...], Counter[str]]:
+    """COPY the new versions; their keys and the document frequency each lexeme gains."""
+    keys = tuple(await _draw_keys(conn, len(news)))
+    gained: Counter[str] = Counter()
+    if not news:
+        return keys, gained
+    cur = conn.cursor()
+    async with cur.copy(f"COPY entry_versions ({_VERSION_COLUMNS}) FROM STDIN") as copy:
+        for key, new in zip(keys, news, strict=True):
+            literal, lexemes = tsvector_literal(new.index_tokens)
+            gained.update(lexemes)
+            await copy.write_row(
+                (
+                    scope_id,
+                    key,
+                    new.entry_id,
+                    new.entry_version_id,
+                    new.version,
+                    new.kind,
+                    new.text,
+                    encode_metadata(new.metadata),
+                    created_at,
+                    revision,
+                    literal,
+                )
+            )
+    return keys, gained
+
+
+async def _copy_changes(
+    conn: AsyncConnection[TupleRow],
+    scope_id: str,
+    revision: int,
+    created_at: datetime,
+    changes: Sequence[PlannedChange],
+    retired: dict[str, tuple[str, list[str]]],
+) -> None:
+    cur = conn.cursor()
+    async with cur.copy(
+        "COPY changes (scope_id, revision, seq, op, entry_id, entry_version_id, "
+        "previous_entry_version_id, reason, created_at) FROM STDIN"
+    ) as copy:
+        for seq, change in enumerate(changes, start=1):
+            previous = change.previous_entry_version_id
+            if change.new is not None:
+                entry_id, version_id = change.new.entry_id, change.new.entry_version_id
+            else:
+                assert previous is not None
+                entry_id, version_id = retired[previous][0], previous
+            await copy.write_row(
+                (
+                    scope_id,
+                    revision,
+                    seq,
+                    change.op,
+                    entry_id,
+                    version_id,
+                    previous,
+                    change.reason,
+                    created_at,
+                )
+            )
+
+
+async def _update_term_stats(
+    conn: AsyncConnection[TupleRow], scope_id: str, delta: Counter[str]
+) -> None:
+    gained = sorted(term for term, count in delta.items() if count > 0)
+    lost = sorted(term for term, count in delta.items() if count < 0)
+    if gained:
+        await conn.execute(
+            "INSERT INTO term_stats (scope_id, term, df) "
+            "SELECT %s, term, df FROM unnest(%s::text[], %s::bigint[]) AS u (term, df) "
+            "ON CONFLICT (scope_id, term) DO UPDATE SET df = term_stats.df + EXCLUDED.df",
+            (scope_id, gained, [delta[term] for term in gained]),
+        )
+    if lost:
+        await conn.execute(
+            "UPDATE term_stats t SET df = greatest(t.df + u.df, 0) "
+            "FROM unnest(%s::text[], %s::bigint[]) AS u (term, df) "
+            "WHERE t.scope_id = %s AND t.term = u.term",
+            (lost, [delta[term] for term in lost], scope_id),
+        )
+
+
+async def commit(
+    conn: AsyncConnection[TupleRow],
+    scope_id: str,
+    expected_head: int | None,
+    changes: Sequence[PlannedChange],
+) -> CommitResult:
+    """One transaction; the caller maps database errors (a unique violation is a conflict)."""
+    expected = expected_head or None  # 0 and None both mean "no revision yet"
+    news = [change.new for change in changes if change.new is not None]
+    previous_ids = [c.previous_entry_version_id for c in changes if c.previous_entry_version_id]
+    async with conn.transaction():
+        revision, created_at, active, lexemes = await _swap_head(conn, scope_id, expected)
+        retired = await _retire(conn, scope_id, revision, previous_ids, expected)
+        for change in changes:
+            previous = change.previous_entry_version_id
+            new = change.new
+            if change.op == "revise" and new and previous and retired[previous][0] != new.entry_id:
+                raise MemoryValidationError(
+                    f"revise of entry {new.entry_id!r} names a version of another entry"
+                )
+        active_count = active + len(news) - len(previous_ids)
+        await conn.execute(
+            "INSERT INTO revisions (scope_id, revision, created_at, active_count, change_count) "
+            "VALUES (%s, %s, %s, %s, %s)",
+            (scope_id, revision, created_at, active_count, len(changes)),
+        )
+        keys, delta = await _copy_versions(conn, scope_id, revision, created_at, news)
+        await _copy_changes(conn, scope_id, revision, created_at, changes, retired)
+        lexeme_change = sum(delta.values())
+        for _, lost in retired.values():
+            delta.subtract(lost)
+            lexeme_change -= len(lost)
+        await _update_term_stats(conn, scope_id, delta)
+        await conn.execute(
+            "UPDATE scopes SET active_count = %s, lexeme_total = %s WHERE scope_id = %s",
+            (active_count, max(lexemes + lexeme_change, 0), scope_id),
+        )
+    return CommitResult(revision=revision, created_at=created_at, keys=keys)

@@ -1,0 +1,190 @@
+"""Read queries. Each runs inside one read transaction, so it sees one committed snapshot."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from powercontext.memory.models import MemoryChange
+from powercontext.memory.ports import FtsCandidate, StoredVersion
+from powercontext.storage.sqlite.writes import chunks
+
+_COLUMNS = (
+    "key, entry_id, entry_version_id, version, kind, text, metadata, created_at, "
+    "added_revision, removed_revision"
+)
+_ACTIVE_AT = "added_revision <= ? AND (removed_revision IS NULL OR removed_revision > ?)"
+
+
+def _version(row: Sequence[Any]) -> StoredVersion:
+    return StoredVersion(
+        key=int(row[0]),
+        entry_id=row[1],
+        entry_version_id=row[2],
+        version=int(row[3]),
+        kind=row[4],
+        text=row[5],
+        metadata=json.loads(row[6]),
+        created_at=datetime.fromisoformat(row[7]),
+        added_revision=int(row[8]),
+        removed_revision=None if row[9] is None else int(row[9]),
+    )
+
+
+def head(conn: sqlite3.Connection, scope_id: str) -> int | None:
+    row = conn.execute(
+        "SELECT head_revision FROM scopes WHERE scope_id = ?", (scope_id,)
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
+def active_count(conn: sqlite3.Connection, scope_id: str, revision: int) -> int:
+    row = conn.execute(
+        "SELECT active_count FROM revisions WHERE scope_id = ? AND revision = ?",
+        (scope_id, revision),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def latest_version(conn: sqlite3.Connection, scope_id: str, entry_id: str) -> StoredVersion | None:
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM entry_versions WHERE scope_id = ? AND entry_id = ? "
+        "ORDER BY version DESC LIMIT 1",
+        (scope_id, entry_id),
+    ).fetchone()
+    return _version(row) if row else None
+
+
+def get_version(
+    conn: sqlite3.Connection, scope_id: str, entry_version_id: str
+) -> StoredVersion | None:
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM entry_versions WHERE scope_id = ? AND entry_version_id = ?",
+        (scope_id, entry_version_id),
+    ).fetchone()
+    return _version(row) if row else None
+
+
+def fetch_versions(
+    conn: sqlite3.Connection, scope_id: str, keys: Sequence[int]
+) -> dict[int, StoredVersion]:
+    found: dict[int, StoredVersion] = {}
+    for part in chunks(sorted({int(key) for key in keys})):
+        marks = ",".join("?" * len(part))
+        for row in conn.execute(
+            f"SELECT {_COLUMNS} FROM entry_versions WHERE scope_id = ? AND key IN ({marks})",
+            (scope_id, *part),
+        ):
+            version = _version(row)
+            found[version.key] = version
+    return found
+
+
+def list_versions(
+    conn: sqlite3.Connection, scope_id: str, revision: int, after_key: int | None, limit: int
+) -> list[StoredVersion]:
+    if limit <= 0:
+        return []
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM entry_versions WHERE scope_id = ? AND key > ? AND {_ACTIVE_AT} "
+        "ORDER BY key LIMIT ?",
+        (scope_id, -1 if after_key is None else after_key, revision, revision, limit),
+    ).fetchall()
+    return [_version(row) for row in rows]
+
+
+def _change(row: Sequence[Any]) -> MemoryChange:
+    return MemoryChange(
+        revision=row[0],
+        op=row[1],
+        entry_id=row[2],
+        entry_version_id=row[3],
+        previous_entry_version_id=row[4],
+        reason=row[5],
+        created_at=datetime.fromisoformat(row[6]),
+    )
+
+
+def changes(
+    conn: sqlite3.Connection, scope_id: str, since_revision: int, limit: int
+) -> list[MemoryChange]:
+    """Changes of revisions after `since_revision`, in order, whole revisions only.
+
+    A page never splits a revision (a reader resumes from the last revision it saw); when the
+    first revision alone has more than `limit` changes, the page holds all of them.
+    """
+    select = (
+        "SELECT revision, op, entry_id, entry_version_id, previous_entry_version_id, reason, "
+        "created_at FROM changes WHERE scope_id = ? "
+    )
+    rows = conn.execute(
+        select + "AND revision > ? ORDER BY revision, seq LIMIT ?",
+        (scope_id, since_revision, max(limit, 1) + 1),
+    ).fetchall()
+    if len(rows) > limit:
+        cut = rows[limit][0]
+        kept = [row for row in rows if row[0] < cut]
+        if not kept:
+            kept = conn.execute(
+                select + "AND revision = ? ORDER BY seq", (scope_id, cut)
+            ).fetchall()
+        rows = kept
+    return [_change(row) for row in rows]
+
+
+def _match_expression(scope_key: int, terms: Sequence[str]) -> str | None:
+    """Each term becomes one quoted FTS5 string; user text never reaches FTS5 syntax."""
+    quoted = []
+    for term in dict.fromkeys(terms):
+        cleaned = term.replace("\x00", "").strip()
+        if cleaned:
+            quoted.append('"' + cleaned.replace('"', '""') + '"')
+    if not quoted:
+        return None
+    return f'scope_tag : "s{scope_key}" AND tokens : ({" OR ".join(quoted)})'
+
+
+def fts_candidates(
+    conn: sqlite3.Connection, scope_id: str, revision: int, terms: Sequence[str], limit: int
+) -> list[FtsCandidate]:
+    scope = conn.execute("SELECT scope_key FROM scopes WHERE scope_id = ?", (scope_id,)).fetchone()
+    if scope is None or limit <= 0:
+        return []
+    expression = _match_expression(int(scope[0]), terms)
+    if expression is None:
+        return []
+    rows = conn.execute(
+        "SELECT f.rowid, bm25(entry_fts, 0.0, 1.0) AS score, f.tokens "
+        "FROM entry_fts f JOIN entry_versions v ON v.key = f.rowid "
+        "WHERE entry_fts MATCH ? AND v.scope_id = ? AND v.added_revision <= ? "
+        "AND (v.removed_revision IS NULL OR v.removed_revision > ?) "
+        "ORDER BY score, f.rowid LIMIT ?",
+        (expression, scope_id, revision, revision, limit),
+    ).fetchall()
+    # bm25() is lower-is-better; negate it so a higher score means a better candidate.
+    return [
+        FtsCandidate(key=int(key), score=-float(score), tokens=frozenset(tokens.split()))
+        for key, score, tokens in rows
+    ]
+
+
+def versions_missing_vectors(
+    conn: sqlite3.Connection, scope_id: str, profile_id: str, limit: int
+) -> list[StoredVersion]:
+    if limit <= 0:
+        return []
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM entry_versions v WHERE v.scope_id = ? "
+        "AND v.removed_revision IS NULL AND NOT EXISTS (SELECT 1 FROM entry_vectors e "
+        "WHERE e.scope_id = v.scope_id AND e.profile_id = ? AND e.key = v.key) "
+        "ORDER BY v.key LIMIT ?",
+        (scope_id, profile_id, limit),
+    ).fetchall()
+    return [_version(row) for row in rows]
+
+
+def scope_ids(conn: sqlite3.Connection) -> list[str]:
+    return [row[0] for row in conn.execute("SELECT scope_id FROM scopes ORDER BY scope_id")]

@@ -1,0 +1,188 @@
+"""SqliteMemoryStore: the embedded MemoryStore (one SQLite file in WAL mode, FTS5, numpy).
+
+Every method hands its blocking SQLite work to a worker thread (`asyncio.to_thread`), so the
+event loop never waits on the database. Writes go through the single writer connection;
+reads use a pool of reader connections, each read in one snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import TypeVar
+
+import numpy as np
+
+from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.models import MemoryChange
+from powercontext.memory.ports import (
+    CommitResult,
+    FtsCandidate,
+    PlannedChange,
+    StoredVersion,
+    Vector,
+    VectorCandidate,
+)
+from powercontext.storage.sqlite import reads, writes
+from powercontext.storage.sqlite.connections import ConnectionOptions, ConnectionPool
+from powercontext.storage.sqlite.vectors import VectorCache
+
+T = TypeVar("T")
+
+
+class SqliteMemoryStore:
+    """Durable, revisioned Memory in one SQLite database. Open with `await open(path)`."""
+
+    def __init__(self, pool: ConnectionPool, target: str) -> None:
+        self._pool = pool
+        self._vectors = VectorCache()
+        self.target = target
+        """The database file, or `:memory:`."""
+
+    @classmethod
+    async def open(
+        cls, path: str | Path, *, options: ConnectionOptions | None = None
+    ) -> SqliteMemoryStore:
+        """Open (creating the file and its parent directories) and migrate the schema."""
+        pool = await asyncio.to_thread(ConnectionPool.open, path, options or ConnectionOptions())
+        return cls(pool, pool.target)
+
+    async def __aenter__(self) -> SqliteMemoryStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def _read(self, work: Callable[[sqlite3.Connection], T], doing: str) -> T:
+        return await asyncio.to_thread(self._pool.read, work, doing)
+
+    async def _write(self, work: Callable[[sqlite3.Connection], T], doing: str) -> T:
+        return await asyncio.to_thread(self._pool.write, work, doing)
+
+    async def head(self, scope_id: str) -> int | None:
+        return await self._read(lambda conn: reads.head(conn, scope_id), "reading the head")
+
+    async def commit(
+        self, scope_id: str, expected_head: int | None, changes: Sequence[PlannedChange]
+    ) -> CommitResult:
+        planned = list(changes)
+
+        def work(conn: sqlite3.Connection) -> CommitResult:
+            # The clock is read under the write lock, so created_at follows revision order.
+            return writes.commit(conn, scope_id, expected_head, planned, datetime.now(UTC))
+
+        def run() -> CommitResult:
+            writes.validate_plan(planned)
+            return self._pool.write(work, f"committing {len(planned)} changes")
+
+        return await asyncio.to_thread(run)
+
+    async def latest_version(self, scope_id: str, entry_id: str) -> StoredVersion | None:
+        return await self._read(
+            lambda conn: reads.latest_version(conn, scope_id, entry_id), "reading an entry"
+        )
+
+    async def get_version(self, scope_id: str, entry_version_id: str) -> StoredVersion | None:
+        return await self._read(
+            lambda conn: reads.get_version(conn, scope_id, entry_version_id),
+            "reading an entry version",
+        )
+
+    async def fetch_versions(self, scope_id: str, keys: Sequence[int]) -> dict[int, StoredVersion]:
+        wanted = list(keys)
+        return await self._read(
+            lambda conn: reads.fetch_versions(conn, scope_id, wanted), "fetching entry versions"
+        )
+
+    async def list_versions(
+        self, scope_id: str, revision: int, *, after_key: int | None, limit: int
+    ) -> list[StoredVersion]:
+        return await self._read(
+            lambda conn: reads.list_versions(conn, scope_id, revision, after_key, limit),
+            "listing entry versions",
+        )
+
+    async def changes(
+        self, scope_id: str, since_revision: int, *, limit: int
+    ) -> list[MemoryChange]:
+        return await self._read(
+            lambda conn: reads.changes(conn, scope_id, since_revision, limit), "reading changes"
+        )
+
+    async def fts_candidates(
+        self, scope_id: str, revision: int, terms: Sequence[str], *, limit: int
+    ) -> list[FtsCandidate]:
+        wanted = [str(term) for term in terms]
+        if not wanted:
+            return []
+        return await self._read(
+            lambda conn: reads.fts_candidates(conn, scope_id, revision, wanted, limit),
+            "searching the full-text index",
+        )
+
+    async def vector_candidates(
+        self, scope_id: str, revision: int, profile_id: str, query: Vector, *, limit: int
+    ) -> list[VectorCandidate]:
+        vector = np.asarray(query, dtype=np.float32)
+        if vector.ndim != 1 or not np.all(np.isfinite(vector)):
+            raise MemoryValidationError("the query vector must be a finite 1-D array")
+        matrix = self._vectors.get(scope_id, profile_id)
+
+        def work(conn: sqlite3.Connection) -> list[VectorCandidate]:
+            with matrix.lock:
+                matrix.refresh(conn)
+                return matrix.search(revision, vector, limit)
+
+        return await self._read(work, "searching vectors")
+
+    async def missing_vector_count(self, scope_id: str, revision: int, profile_id: str) -> int:
+        matrix = self._vectors.get(scope_id, profile_id)
+
+        def work(conn: sqlite3.Connection) -> int:
+            total = reads.active_count(conn, scope_id, revision)
+            if total == 0:
+                return 0
+            with matrix.lock:
+                matrix.refresh(conn)
+                return max(total - matrix.active_count(revision), 0)
+
+        return await self._read(work, "counting missing vectors")
+
+    async def versions_missing_vectors(
+        self, scope_id: str, profile_id: str, *, limit: int
+    ) -> list[StoredVersion]:
+        return await self._read(
+            lambda conn: reads.versions_missing_vectors(conn, scope_id, profile_id, limit),
+            "listing versions without vectors",
+        )
+
+    async def put_vectors(
+        self, scope_id: str, profile_id: str, items: Sequence[tuple[int, Vector]]
+    ) -> None:
+        pending = list(items)
+        if not pending:
+            return
+
+        def run() -> None:
+            encoded = writes.encode_vectors(pending)
+            self._pool.write(
+                lambda conn: writes.put_vectors(conn, scope_id, profile_id, encoded),
+                f"storing {len(encoded)} vectors",
+            )
+
+        await asyncio.to_thread(run)
+
+    async def scope_ids(self) -> list[str]:
+        return await self._read(reads.scope_ids, "listing scopes")
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._pool.close)

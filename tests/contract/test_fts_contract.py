@@ -1,0 +1,156 @@
+"""Contract: full-text candidates at one exact revision, safe against FTS syntax in terms."""
+
+from __future__ import annotations
+
+import pytest
+
+from powercontext.memory.ports import FtsCandidate, MemoryStore
+from powercontext.memory.search.analyze import index_tokens, query_terms
+
+from .builders import add, retire, revise
+
+
+def _keys(candidates: list[FtsCandidate]) -> list[int]:
+    return [c.key for c in candidates]
+
+
+async def test_candidates_contain_a_term_best_first(store: MemoryStore) -> None:
+    texts = [
+        "apple apple apple banana",
+        "apple cherry grape melon lemon orange",
+        "durian only",
+        "banana split",
+    ]
+    result = await store.commit("s", None, [add(t) for t in texts])
+    found = await store.fts_candidates("s", 1, ["appl"], limit=10)
+    assert set(_keys(found)) == {result.keys[0], result.keys[1]}
+    assert _keys(found)[0] == result.keys[0]  # higher term frequency, shorter text
+    scores = [c.score for c in found]
+    assert scores == sorted(scores, reverse=True)
+
+
+async def test_more_matching_terms_rank_higher(store: MemoryStore) -> None:
+    texts = ["river stone", "river mountain", "lake mountain", "desert sand"]
+    result = await store.commit("s", None, [add(t) for t in texts])
+    found = await store.fts_candidates("s", 1, list(query_terms("river mountain")), limit=10)
+    assert _keys(found)[0] == result.keys[1]
+    assert set(_keys(found)) == set(result.keys[:3])
+
+
+async def test_candidates_carry_their_indexed_tokens(store: MemoryStore) -> None:
+    text = "Meeting moved to Tuesday in Berlin with the design team"
+    result = await store.commit("s", None, [add(text)])
+    (candidate,) = await store.fts_candidates("s", 1, list(query_terms("berlin")), limit=5)
+    assert candidate.key == result.keys[0]
+    assert candidate.tokens == frozenset(index_tokens(text).split())
+
+
+async def test_limit_bounds_the_candidates(store: MemoryStore) -> None:
+    await store.commit("s", None, [add(f"common word number {i}") for i in range(30)])
+    assert len(await store.fts_candidates("s", 1, ["common"], limit=7)) == 7
+    assert len(await store.fts_candidates("s", 1, ["common"], limit=100)) == 30
+
+
+async def test_an_old_revision_excludes_later_and_includes_since_retired(
+    store: MemoryStore,
+) -> None:
+    r1 = await store.commit("s", None, [add("harbor lighthouse", entry_id="e")])
+    v1 = (await store.fetch_versions("s", r1.keys))[r1.keys[0]]
+    r2 = await store.commit("s", 1, [add("harbor ferry")])
+    r3 = await store.commit("s", 2, [revise(v1, "harbor crane")])
+    assert _keys(await store.fts_candidates("s", 1, ["harbor"], limit=10)) == [r1.keys[0]]
+    assert set(_keys(await store.fts_candidates("s", 2, ["harbor"], limit=10))) == {
+        r1.keys[0],
+        r2.keys[0],
+    }
+    at3 = await store.fts_candidates("s", 3, ["harbor"], limit=10)
+    assert set(_keys(at3)) == {r2.keys[0], r3.keys[0]}
+    assert await store.fts_candidates("s", 3, ["lighthous"], limit=10) == []
+    assert _keys(await store.fts_candidates("s", 2, ["lighthous"], limit=10)) == [r1.keys[0]]
+    v2 = await store.latest_version("s", "e")
+    assert v2 is not None
+    await store.commit("s", 3, [retire(v2)])
+    assert await store.fts_candidates("s", 4, ["crane"], limit=10) == []
+    assert _keys(await store.fts_candidates("s", 3, ["crane"], limit=10)) == [r3.keys[0]]
+
+
+async def test_other_scopes_never_leak_in(store: MemoryStore) -> None:
+    a = await store.commit("a", None, [add("secret plan alpha")])
+    await store.commit("b", None, [add("secret plan beta"), add("another secret")])
+    assert _keys(await store.fts_candidates("a", 1, ["secret"], limit=10)) == list(a.keys)
+    assert len(await store.fts_candidates("b", 1, ["secret"], limit=10)) == 2
+    assert await store.fts_candidates("nobody", 1, ["secret"], limit=10) == []
+
+
+async def test_no_terms_means_no_candidates(store: MemoryStore) -> None:
+    await store.commit("s", None, [add("anything at all")])
+    assert await store.fts_candidates("s", 1, [], limit=10) == []
+    assert await store.fts_candidates("s", 1, [""], limit=10) == []
+
+
+@pytest.mark.parametrize(
+    "term",
+    [
+        '"',
+        '""',
+        "*",
+        "NEAR(",
+        "NEAR",
+        "OR",
+        "AND",
+        "NOT",
+        "-",
+        ":",
+        "(",
+        ")",
+        "^",
+        "{",
+        "}",
+        "tokens:x",
+        "scope_tag:s1",
+        'a"b',
+        "x*",
+        "-x",
+        "a OR b",
+        "\x00",
+        "a\x00b",
+        "😀",
+        "\\",
+        "'",
+    ],
+)
+async def test_fts_syntax_in_terms_is_only_ever_text(store: MemoryStore, term: str) -> None:
+    texts = ["apple pie recipe", "near the or gate and not here", "unrelated words"]
+    result = await store.commit("s", None, [add(t) for t in texts])
+    found = await store.fts_candidates("s", 1, [term, "appl"], limit=10)
+    assert result.keys[0] in _keys(found)
+    assert set(_keys(found)) <= set(result.keys)
+    alone = await store.fts_candidates("s", 1, [term], limit=10)
+    assert set(_keys(alone)) <= set(result.keys)
+
+
+async def test_operator_words_are_matched_as_plain_terms(store: MemoryStore) -> None:
+    result = await store.commit("s", None, [add("near the or gate"), add("apple")])
+    found = await store.fts_candidates("s", 1, ["near", "or"], limit=10)
+    assert _keys(found) == [result.keys[0]]
+
+
+@pytest.mark.parametrize(
+    ("text", "query"),
+    [
+        ("我喜欢喝咖啡和绿茶", "咖啡"),
+        ("東京タワーに行きました", "東京"),
+        ("서울에서 친구를 만났다", "서울에서"),
+        ("Café crème in Zürich", "zürich"),
+    ],
+)
+async def test_cjk_and_accented_tokens_match(store: MemoryStore, text: str, query: str) -> None:
+    result = await store.commit("s", None, [add(text), add("plain english words")])
+    found = await store.fts_candidates("s", 1, list(query_terms(query)), limit=10)
+    assert _keys(found) == [result.keys[0]]
+    assert set(query_terms(query)) <= found[0].tokens
+
+
+async def test_revisions_outside_the_scope_history_have_no_candidates(store: MemoryStore) -> None:
+    await store.commit("s", None, [add("word")])
+    assert await store.fts_candidates("s", 0, ["word"], limit=10) == []

@@ -1,0 +1,92 @@
+"""The committed contract, the served schema and the app's generated schema are one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from powercontext.server import create_app
+from powercontext.server.contract import REPO_CONTRACT, generate_openapi
+from tests.http.conftest import Served
+
+COMMITTED = Path(__file__).resolve().parents[2] / "openapi" / "powercontext.yaml"
+MEMORY_ERRORS = {"401", "403", "413", "422", "500", "503"}
+
+
+def _committed() -> dict[str, Any]:
+    loaded = yaml.safe_load(COMMITTED.read_text(encoding="utf-8"))
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def test_served_schema_equals_committed_and_generated(open_server: Served) -> None:
+    assert REPO_CONTRACT == COMMITTED
+    served = Served.client(open_server).get("/openapi.json").json()
+    generated = generate_openapi(create_app())
+    committed = _committed()
+    assert served == committed, "served schema differs from openapi/powercontext.yaml"
+    assert generated == committed, (
+        "the app's schema changed: run `powercontext server openapi > openapi/powercontext.yaml`"
+    )
+
+
+def test_docs_are_served(open_server: Served) -> None:
+    with open_server.client() as client:
+        docs = client.get("/docs")
+    assert docs.status_code == 200 and "/openapi.json" in docs.text
+
+
+def test_every_memory_operation_documents_its_errors() -> None:
+    paths = _committed()["paths"]
+    memory = {p: ops["post"] for p, ops in paths.items() if p.startswith("/v1/memory/")}
+    assert set(memory) == {
+        f"/v1/memory/{name}"
+        for name in (
+            "remember",
+            "search",
+            "entries/list",
+            "entries/get",
+            "entries/revise",
+            "entries/retire",
+            "entries/reactivate",
+            "changes",
+            "head",
+        )
+    }
+    for path, operation in memory.items():
+        responses = set(operation["responses"])
+        assert MEMORY_ERRORS <= responses, path
+        for status in responses - {"200"}:
+            ref = operation["responses"][status]["content"]["application/json"]["schema"]["$ref"]
+            assert ref.endswith("/ErrorEnvelope"), (path, status)
+    assert {"502", "504"} <= set(memory["/v1/memory/search"]["responses"])
+    assert "409" in memory["/v1/memory/remember"]["responses"]
+
+
+def test_every_field_is_documented() -> None:
+    schemas = _committed()["components"]["schemas"]
+    undocumented = [
+        f"{name}.{field}"
+        for name, schema in schemas.items()
+        for field, spec in schema.get("properties", {}).items()
+        if "description" not in spec and name != "ErrorEnvelope"
+    ]
+    assert undocumented == []
+    codes = schemas["ErrorBody"]["properties"]["code"]["enum"]
+    assert {
+        "validation_error",
+        "capability_not_supported",
+        "revision_conflict",
+        "not_found",
+        "unauthorized",
+        "forbidden",
+        "payload_too_large",
+        "inference_timeout",
+        "inference_unavailable",
+        "inference_invalid_output",
+        "internal_error",
+    } <= set(codes)
+    search = schemas["SearchRequest"]["properties"]
+    assert search["limit"]["maximum"] == 100 and search["query"]["maxLength"] == 8192

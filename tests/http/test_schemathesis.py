@@ -1,0 +1,36 @@
+"""Schemathesis over the committed contract against a live server: no unexpected 5xx, and
+every response conforms to the schema (status, content type, body)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from tests.http.conftest import Served
+
+CONTRACT = Path(__file__).resolve().parents[2] / "openapi" / "powercontext.yaml"
+schema = schemathesis.openapi.from_path(str(CONTRACT))
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+
+
+@schema.parametrize()
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+def test_contract_holds(case: schemathesis.Case, open_server: Served) -> None:
+    case.call_and_validate(base_url=open_server.url, checks=CHECKS, timeout=30)
