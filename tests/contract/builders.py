@@ -6,6 +6,7 @@ import itertools
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from powercontext.memory.ports import NewVersion, PlannedChange, StoredVersion, Vector
 from powercontext.memory.search.analyze import index_tokens
@@ -68,6 +69,7 @@ def unit(*values: float) -> Vector:
     return array / np.linalg.norm(array)
 
 
-def random_units(count: int, dimension: int, seed: int = 0) -> np.ndarray[Any, Any]:
+def random_units(count: int, dimension: int, seed: int = 0) -> npt.NDArray[np.float32]:
     matrix = np.random.default_rng(seed).standard_normal((count, dimension)).astype(np.float32)
-    return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    units: npt.NDArray[np.float32] = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    return units

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from powercontext.memory.errors import RevisionConflictError
-from powercontext.memory.ports import MemoryStore
 
 from .backends import Backend
 from .builders import add, retire, unit

@@ -74,6 +74,15 @@ def test_validation_error_of_invalid_json_and_bounds(bare_server: Served) -> Non
             422,
             "validation_error",
         )
+        _error(
+            client.post(
+                "/v1/memory/search",
+                content=b'{"scope_id": "\xff\xfe", "query": "q"}',
+                headers={"content-type": "application/json"},
+            ),
+            422,
+            "validation_error",
+        )
 
 
 def test_capability_not_supported(bare_server: Served, fresh_scope: str) -> None:

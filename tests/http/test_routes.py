@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import Any
 
 import httpx
 
+from powercontext.config import DatabaseConfig, InferenceConfig, ServerSettings
+from powercontext.memory.models import EmbeddingProfile
+from powercontext.memory.service import SearchObserver
+from powercontext.runtime import Runtime, open_runtime
+from powercontext.server import create_app
 from tests.http.conftest import Served
+from tests.http.live import SECRET, live_server
 
 HIT_KEYS = {"citation", "kind", "text", "metadata", "score", "matched_by"}
 
@@ -35,9 +44,10 @@ def test_entry_lifecycle_over_http(open_server: Served, fresh_scope: str) -> Non
         got = client.post(
             "/v1/memory/entries/get", json={"scope_id": fresh_scope, "citation": citation}
         )
-        assert got.status_code == 200 and got.json()["entry_version_id"] == citation[
-            "entry_version_id"
-        ]
+        assert (
+            got.status_code == 200
+            and got.json()["entry_version_id"] == citation["entry_version_id"]
+        )
 
         revised = client.post(
             "/v1/memory/entries/revise",
@@ -172,7 +182,10 @@ def test_health_ready_and_metrics(open_server: Served, fresh_scope: str) -> None
     assert metrics.status_code == 200
     assert metrics.headers["content-type"].startswith("text/plain")
     text = metrics.text
-    assert 'powercontext_http_requests_total{method="POST",route="/v1/memory/search",status="200"}' in text
+    assert (
+        'powercontext_http_requests_total{method="POST",route="/v1/memory/search",status="200"}'
+        in text
+    )
     assert 'powercontext_memory_searches_total{mode="hybrid"}' in text
     assert "powercontext_memory_rerank_calls_total" in text
     assert "powercontext_memory_rerank_duration_seconds_bucket" in text
@@ -186,3 +199,54 @@ def test_unknown_fields_are_rejected(open_server: Served, fresh_scope: str) -> N
         )
     assert response.status_code == 422
     assert response.json()["error"]["code"] == "validation_error"
+
+
+class _BrokenEmbedder:
+    """A real EmbeddingModel whose provider is down; counts how often it is asked."""
+
+    profile = EmbeddingProfile(profile_id="tests.broken", dimension=8)
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls += 1
+        raise ConnectionError(f"provider down; {SECRET}")
+
+    async def embed_query(self, text: str) -> list[float]:
+        self.calls += 1
+        raise ConnectionError(f"provider down; {SECRET}")
+
+
+def test_ready_reports_a_broken_model_and_caches_the_probe(tmp_path: Path) -> None:
+    embedder = _BrokenEmbedder()
+
+    def factory(
+        settings: ServerSettings, observer: SearchObserver
+    ) -> AbstractAsyncContextManager[Runtime]:
+        return open_runtime(settings, embedding_model=embedder, search_observer=observer)
+
+    settings = ServerSettings(
+        database=DatabaseConfig(url=f"sqlite:///{tmp_path / 'ready.db'}"),
+        inference=InferenceConfig(embedding_model="none"),
+    )
+    with (
+        live_server(create_app(settings, runtime_factory=factory)) as server,
+        httpx.Client(base_url=server.url) as client,
+    ):
+        first = client.get("/v1/ready")
+        second = client.get("/v1/ready")
+        # The write stands though embedding failed; auto search falls back to fts.
+        written = client.post("/v1/memory/remember", json={"scope_id": "s", "text": "kept"})
+        found = client.post("/v1/memory/search", json={"scope_id": "s", "query": "kept"})
+    assert first.status_code == 503 and second.status_code == 503
+    report = first.json()
+    assert report["status"] == "not_ready" and report["checks"]["database"]["ok"]
+    assert report["checks"]["embedding_model"] == {
+        "ok": False,
+        "detail": "tests.broken failed (ConnectionError)",
+    }
+    assert SECRET not in first.text
+    assert embedder.calls == 2  # one readiness probe (cached for the second) + the write
+    assert written.json()["vectors_pending"] == 1
+    assert found.json()["mode"] == "fts" and len(found.json()["hits"]) == 1

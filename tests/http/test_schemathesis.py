@@ -4,6 +4,7 @@ every response conforms to the schema (status, content type, body)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import schemathesis
 from hypothesis import HealthCheck, settings
@@ -32,5 +33,5 @@ CHECKS = [
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-def test_contract_holds(case: schemathesis.Case, open_server: Served) -> None:
+def test_contract_holds(case: schemathesis.Case[Any], open_server: Served) -> None:
     case.call_and_validate(base_url=open_server.url, checks=CHECKS, timeout=30)

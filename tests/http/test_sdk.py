@@ -56,7 +56,10 @@ async def test_async_client_mirrors_the_runtime(open_server: Served, fresh_scope
         first = await memory.remember(RememberMemoryRequest(kind="fact", text="Ana likes tea."))
         assert first.memory_ref == MemoryRef(scope_id=fresh_scope, revision=1)
         batch = await memory.remember_many(
-            [RememberMemoryRequest(text=f"Ana visited city {i}", metadata={"i": i}) for i in range(3)]
+            [
+                RememberMemoryRequest(text=f"Ana visited city {i}", metadata={"i": i})
+                for i in range(3)
+            ]
         )
         assert batch.memory_ref.revision == 2 and len(batch.entries) == 3
 
@@ -70,7 +73,9 @@ async def test_async_client_mirrors_the_runtime(open_server: Served, fresh_scope
             assert (entry.entry_version_id, entry.text) == (hit.entry_version_id, hit.text)
 
         citation = first.citations[0]
-        revised = await memory.revise(ReviseMemoryRequest(citation=citation, text="Ana likes coffee."))
+        revised = await memory.revise(
+            ReviseMemoryRequest(citation=citation, text="Ana likes coffee.")
+        )
         new_citation = revised.citations[0]
         retired = await memory.retire(RetireMemoryRequest(citation=new_citation, reason="moved"))
         assert retired.entries == () and retired.memory_ref.revision == 4
@@ -125,7 +130,9 @@ async def test_typed_errors(open_server: Served, bare_server: Served, fresh_scop
                 await memory.search(SearchMemoryRequest(query=f"fact {marker}"))
 
         missing = MemoryCitation(
-            memory_ref=MemoryRef(scope_id=fresh_scope, revision=1), entry_id="x", entry_version_id="y"
+            memory_ref=MemoryRef(scope_id=fresh_scope, revision=1),
+            entry_id="x",
+            entry_version_id="y",
         )
         with pytest.raises(NotFoundError):
             await memory.retire(RetireMemoryRequest(citation=missing))
@@ -192,9 +199,11 @@ def test_writes_are_never_retried(bare_server: Served, fresh_scope: str) -> None
     blocker = sqlite3.connect(bare_server.db_path, isolation_level=None, timeout=0.1)
     try:
         blocker.execute("BEGIN EXCLUSIVE")
-        with SyncPowerContextClient(settings=_fast(bare_server.url, max_retries=3)) as client:
-            with pytest.raises(ApiStorageError):
-                client.memory.for_scope(fresh_scope).remember(RememberMemoryRequest(text="w"))
+        with (
+            SyncPowerContextClient(settings=_fast(bare_server.url, max_retries=3)) as client,
+            pytest.raises(ApiStorageError),
+        ):
+            client.memory.for_scope(fresh_scope).remember(RememberMemoryRequest(text="w"))
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
@@ -205,7 +214,10 @@ def test_unreachable_server() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound but not listening: connections are refused
-        with SyncPowerContextClient(
-            settings=_fast(f"http://127.0.0.1:{port}", max_retries=1)
-        ) as client, pytest.raises(ConnectionFailedError):
+        with (
+            SyncPowerContextClient(
+                settings=_fast(f"http://127.0.0.1:{port}", max_retries=1)
+            ) as client,
+            pytest.raises(ConnectionFailedError),
+        ):
             client.health()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from powercontext.memory.errors import ConfigurationError, StorageError
+from powercontext.memory.errors import ConfigurationError, MemoryValidationError, StorageError
 from powercontext.memory.ports import MemoryStore, NewVersion, PlannedChange
 from powercontext.storage import open_store
 from powercontext.storage.sqlite import SCHEMA_VERSION, ConnectionOptions, SqliteMemoryStore
@@ -237,5 +237,16 @@ async def test_concurrent_reads_and_writes_see_whole_revisions(tmp_path: Path, t
     store = await SqliteMemoryStore.open(tmp_path / "m.db" if target == "file" else target)
     try:
         await _concurrent_readers_see_whole_revisions(store)
+    finally:
+        await store.close()
+
+
+async def test_integers_beyond_64_bits_are_a_validation_error() -> None:
+    store = await SqliteMemoryStore.open(":memory:")
+    try:
+        with pytest.raises(MemoryValidationError):
+            await store.fetch_versions("s", [2**70])
+        with pytest.raises(MemoryValidationError):
+            await store.changes("s", 2**64, limit=10)
     finally:
         await store.close()

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from powercontext.memory.ports import NewVersion, PlannedChange
 from powercontext.storage.sqlite import SqliteMemoryStore
@@ -41,9 +42,10 @@ def _adds(count: int, start: int = 0) -> list[PlannedChange]:
     ]
 
 
-def _units(count: int, dimension: int, seed: int) -> np.ndarray:  # type: ignore[type-arg]
+def _units(count: int, dimension: int, seed: int) -> npt.NDArray[np.float32]:
     matrix = np.random.default_rng(seed).standard_normal((count, dimension)).astype(np.float32)
-    return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    units: npt.NDArray[np.float32] = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    return units
 
 
 def _refresh(matrix: VectorMatrix, path: Path) -> None:

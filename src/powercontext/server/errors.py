@@ -82,7 +82,6 @@ _STORAGE_CAUSES = (
 
 # Codes of framework-level HTTP errors (unknown route, wrong method, unreadable body).
 _HTTP_STATUS_CODES = {
-    400: "bad_request",
     401: "unauthorized",
     403: "forbidden",
     404: "not_found",
@@ -175,6 +174,10 @@ async def _request_validation_error(request: Request, exc: Exception) -> Respons
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     status = exc.status_code
+    if status == 400:
+        # FastAPI's answer to a body it cannot decode (e.g. invalid UTF-8): to a client this is
+        # one more invalid body, so it gets the same status and code as invalid JSON.
+        return error_response(422, "validation_error", "the body is not valid UTF-8 JSON")
     code = _HTTP_STATUS_CODES.get(status, "internal_error" if status >= 500 else "bad_request")
     message = exc.detail if isinstance(exc.detail, str) else code
     return error_response(status, code, message, headers=dict(exc.headers or {}) or None)

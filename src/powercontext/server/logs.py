@@ -13,7 +13,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Literal
 
-_STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+# Attributes every record has, and uvicorn's ANSI-coloured duplicate of its message.
+_STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "color_message"}
 
 
 class JsonFormatter(logging.Formatter):

@@ -26,7 +26,7 @@ async def open_store(url: str) -> MemoryStore:
         return await SqliteMemoryStore.open(sqlite_path(url))
     if url.startswith(_POSTGRES):
         try:
-            from powercontext.storage.postgres import PostgresMemoryStore  # type: ignore[attr-defined]
+            from powercontext.storage.postgres import PostgresMemoryStore
         except ImportError as exc:
             raise ConfigurationError(
                 f"{URL_VARIABLE} names PostgreSQL, but its backend is not available ({exc}); "

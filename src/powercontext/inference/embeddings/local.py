@@ -28,7 +28,7 @@ from powercontext.inference.embeddings.packaged_files import (
     require_local_runtime,
     verify_sha256,
 )
-from powercontext.memory.errors import ConfigurationError
+from powercontext.memory.errors import ConfigurationError, InferenceUnavailableError
 from powercontext.memory.models import EmbeddingProfile
 
 MINILM_DIMENSION = 384
@@ -202,6 +202,9 @@ class LocalMiniLM:
         for start in range(0, len(order), self._batch_size):
             rows = order[start : start + self._batch_size]
             feed = _pad([encodings[row] for row in rows], loaded.pad_id)
-            (states,) = loaded.session.run([_OUTPUT], feed)
+            try:
+                (states,) = loaded.session.run([_OUTPUT], feed)
+            except Exception as exc:  # onnxruntime raises its own untyped runtime errors
+                raise InferenceUnavailableError(f"local MiniLM inference failed: {exc}") from exc
             out[rows] = _mean_pool_unit(states, feed["attention_mask"])
         return out

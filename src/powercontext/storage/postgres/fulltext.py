@@ -1,6 +1,6 @@
 """The full-text channel: tsvector literals, safe tsqueries and an IDF-weighted ranking.
 
-The analyzer's tokens are written as a tsvector *literal* (quoted lexemes with positions) and
+The analyzer's tokens are written as a tsvector *literal* (quoted lexemes) and
 query terms as quoted tsquery lexemes, so no PostgreSQL parser, dictionary or stop list ever
 sees user text: the `simple` configuration's job (keep tokens as they are) is done exactly,
 CJK grams included, and query syntax characters are inert.
@@ -40,8 +40,6 @@ MAX_SCORED_TERMS = 64
 """Queries longer than this are matched and scored by their rarest 64 distinct terms."""
 FIRST_PASS_DF_BUDGET = 4096
 """The first pass takes the rarest terms while their document frequencies sum to at most this."""
-MAX_POSITION = 16383
-MAX_POSITIONS_PER_LEXEME = 256
 MAX_LEXEME_BYTES = 2046
 
 
@@ -58,21 +56,22 @@ def _clean(token: str) -> str:
 
 
 def tsvector_literal(index_tokens: str) -> tuple[str, list[str]]:
-    """The tsvector input text of space-joined tokens (with positions) and its distinct
-    lexemes, in first-seen order."""
-    positions: dict[str, list[int]] = {}
-    for index, raw in enumerate(index_tokens.split(), start=1):
-        token = _clean(raw)
-        if not token:
-            continue
-        seen = positions.setdefault(token, [])
-        position = min(index, MAX_POSITION)
-        if len(seen) < MAX_POSITIONS_PER_LEXEME and (not seen or seen[-1] != position):
-            seen.append(position)
-    literal = " ".join(
-        f"{quote_lexeme(token)}:{','.join(map(str, places))}" for token, places in positions.items()
-    )
-    return literal, list(positions)
+    """The tsvector input text of space-joined tokens and its distinct lexemes (first-seen
+    order). No positions: the ranking needs only membership and the lexeme count."""
+    if "\x00" in index_tokens or len(index_tokens) > MAX_LEXEME_BYTES:
+        lexemes = clean_terms(index_tokens.split())
+    else:
+        lexemes = list(dict.fromkeys(index_tokens.split()))
+    if not lexemes:
+        return "", lexemes
+    if "'" in index_tokens or "\\" in index_tokens:
+        return " ".join(map(quote_lexeme, lexemes)), lexemes
+    return "'" + "' '".join(lexemes) + "'", lexemes
+
+
+def clean_terms(terms: Iterable[str]) -> list[str]:
+    """Distinct usable terms in first-seen order."""
+    return [t for t in dict.fromkeys(_clean(term) for term in terms) if t]
 
 
 def term_query(terms: Iterable[str]) -> str:
@@ -100,7 +99,7 @@ class RankPlan:
 def plan_ranking(
     terms: Sequence[str], frequencies: Mapping[str, int], total: int, lexeme_total: int
 ) -> RankPlan | None:
-    distinct = [t for t in dict.fromkeys(_clean(term) for term in terms) if t]
+    distinct = clean_terms(terms)
     if not distinct:
         return None
     # Rarest first; ties keep the query's order so the plan is deterministic.

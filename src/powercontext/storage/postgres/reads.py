@@ -151,16 +151,16 @@ async def missing_vectors(
 
 
 async def versions_missing_vectors(
-    conn: AsyncConnection[TupleRow], scope_id: str, profile_id: str, limit: int
+    conn: AsyncConnection[TupleRow], scope_id: str, profile_id: str, from_key: int, limit: int
 ) -> list[StoredVersion]:
     if limit <= 0:
         return []
     cur = await conn.execute(
-        f"SELECT {COLUMNS} FROM entry_versions e WHERE e.scope_id = %s "
+        f"SELECT {COLUMNS} FROM entry_versions e WHERE e.scope_id = %s AND e.key >= %s "
         "AND e.removed_revision IS NULL AND NOT EXISTS (SELECT 1 FROM entry_vectors v "
         "WHERE v.scope_id = e.scope_id AND v.profile_id = %s AND v.key = e.key) "
         "ORDER BY e.key LIMIT %s",
-        (scope_id, profile_id, limit),
+        (scope_id, from_key, profile_id, limit),
     )
     return [version_of(row) for row in await cur.fetchall()]
 

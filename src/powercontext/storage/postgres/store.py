@@ -70,6 +70,10 @@ class PostgresMemoryStore:
         # (scope, profile) -> a revision at which every active version had a vector. Vectors
         # are never deleted and revisions never change, so this stays true in every process.
         self._embedded_through = _Bounded()
+        # (scope, profile) -> a key below which every version active at the head has a vector.
+        # A scope's keys are drawn under its commit lock, so later versions get larger keys;
+        # this is what lets `reindex` page through a million versions without rescanning.
+        self._missing_from = _Bounded()
 
     @classmethod
     async def open(cls, url: str, *, options: PoolOptions | None = None) -> PostgresMemoryStore:
@@ -179,7 +183,7 @@ class PostgresMemoryStore:
     async def fts_candidates(
         self, scope_id: str, revision: int, terms: Sequence[str], *, limit: int
     ) -> list[FtsCandidate]:
-        wanted = [str(term) for term in terms]
+        wanted = fulltext.clean_terms(str(term) for term in terms)
         if not wanted or limit <= 0:
             return []
         async with self._connection("searching the full-text index") as conn:
@@ -255,13 +259,16 @@ class PostgresMemoryStore:
                     f"query vector has {vector.shape[0]} dimensions; profile {profile_id!r} "
                     f"stores {dimension}"
                 )
-            unit = vector / norm
-            params = (unit, scope_id, revision, revision, limit)
+            active = await reads.active_count(conn, scope_id, revision)
+            if active == 0:
+                return []
+            # A small revision is compared exhaustively: exact, and as fast as a graph walk.
+            exact = exact or active <= vectors.EXACT_SCAN_UP_TO
+            params = (vector / norm, scope_id, revision, revision, limit)
             rows = await self._search(conn, profile_id, dimension, params, limit, exact)
-            # The graph walk stops after hnsw.max_scan_tuples; if it came back short while the
-            # revision has more versions, the filters starved it: compare exhaustively.
-            short = not exact and len(rows) < limit
-            if short and len(rows) < await reads.active_count(conn, scope_id, revision):
+            if not exact and len(rows) < min(limit, active):
+                # The graph walk gives up after hnsw.max_scan_tuples; when it comes back short,
+                # the revision and scope filters starved it: compare exhaustively instead.
                 rows = await self._search(conn, profile_id, dimension, params, limit, True)
         found = [
             VectorCandidate(key=int(key), similarity=0.0 if distance != distance else 1 - distance)
@@ -282,13 +289,7 @@ class PostgresMemoryStore:
         statement = vectors.nearest_query(profile_id, dimension, exact=exact)
         async with conn.transaction():
             if not exact:
-                # relaxed_order: keep walking the graph until LIMIT rows pass the filters; the
-                # few rows out of order are re-sorted by the caller.
-                await conn.execute(
-                    "SELECT set_config('hnsw.ef_search', %s, true), "
-                    "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                    (str(vectors.ef_search(limit)),),
-                )
+                await conn.execute(vectors.ANN_SETTINGS, vectors.ann_settings(limit))
             cur = await conn.execute(statement, params)
             return [(int(row[0]), float(row[1])) for row in await cur.fetchall()]
 
@@ -308,8 +309,12 @@ class PostgresMemoryStore:
     async def versions_missing_vectors(
         self, scope_id: str, profile_id: str, *, limit: int
     ) -> list[StoredVersion]:
+        start = self._missing_from.get((scope_id, profile_id), 0)
         async with self._connection("listing versions without vectors") as conn:
-            return await reads.versions_missing_vectors(conn, scope_id, profile_id, limit)
+            found = await reads.versions_missing_vectors(conn, scope_id, profile_id, start, limit)
+        if found:
+            self._missing_from.remember((scope_id, profile_id), found[0].key)
+        return found
 
     async def put_vectors(
         self, scope_id: str, profile_id: str, items: Sequence[tuple[int, Vector]]

@@ -11,7 +11,8 @@ dimension and makes an insert of another dimension fail; the predicate keeps sta
 out of the graph. Queries spell the same cast and predicate (as literals, so the planner can
 prove the partial index applies) and let the planner choose between the HNSW graph and an
 exact scan of the scope. pgvector indexes at most 2000 dimensions: larger profiles are
-searched exactly.
+searched exactly, and so are revisions of at most EXACT_SCAN_UP_TO active versions (an exact
+scan of 2000 vectors takes about as long as a graph walk and never misses).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import struct
 from typing import Any
 
 import numpy as np
-from psycopg import AsyncConnection, sql
+from psycopg import AsyncConnection, errors, sql
 from psycopg.abc import Buffer
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
@@ -32,8 +33,8 @@ from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.ports import Vector
 
 HNSW_MAX_DIMENSION = 2000
-INDEX_LOCK = 7_307_216_041_993_010_002
-"""pg_advisory_xact_lock key that serializes index creation across processes."""
+EXACT_SCAN_UP_TO = 2000
+"""Revisions with at most this many active versions are searched exactly, not by HNSW."""
 _DIMENSION_IN_INDEX = re.compile(r"::vector\((\d+)\)")
 
 
@@ -100,22 +101,28 @@ async def ensure_index(conn: AsyncConnection[TupleRow], profile_id: str, dimensi
     found = await indexed_dimension(conn, profile_id)
     if found is not None:
         return found
-    async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (INDEX_LOCK,))
-        found = await indexed_dimension(conn, profile_id)
-        if found is not None:
-            return found
-        await conn.execute(
-            sql.SQL(
-                "CREATE INDEX {name} ON entry_vectors USING hnsw "
-                "((embedding::vector({dimension})) vector_cosine_ops) "
-                "WHERE profile_id = {profile}"
-            ).format(
-                name=sql.Identifier(index_name(profile_id)),
-                dimension=sql.Literal(dimension),
-                profile=sql.Literal(profile_id),
+    try:
+        async with conn.transaction():
+            # A table lock (not an advisory one) so that, once granted, this backend has seen
+            # the catalog change of a concurrent creator: the re-check below then finds it.
+            await conn.execute("LOCK TABLE entry_vectors IN SHARE ROW EXCLUSIVE MODE")
+            found = await indexed_dimension(conn, profile_id)
+            if found is not None:
+                return found
+            await conn.execute(
+                sql.SQL(
+                    "CREATE INDEX {name} ON entry_vectors USING hnsw "
+                    "((embedding::vector({dimension})) vector_cosine_ops) "
+                    "WHERE profile_id = {profile}"
+                ).format(
+                    name=sql.Identifier(index_name(profile_id)),
+                    dimension=sql.Literal(dimension),
+                    profile=sql.Literal(profile_id),
+                )
             )
-        )
+    except errors.DuplicateTable:  # created by another process after all
+        found = await indexed_dimension(conn, profile_id)
+        return dimension if found is None else found
     return dimension
 
 
@@ -155,3 +162,18 @@ def ef_search(limit: int) -> int:
     """Candidate list size of the HNSW search: at least twice the rows wanted (pgvector's
     default 40 is tuned for LIMIT 10), within pgvector's bound of 1000."""
     return max(64, min(1000, 2 * limit))
+
+
+# Transaction-local settings of a graph walk. relaxed_order: keep walking until LIMIT rows pass
+# the scope and revision filters (the few rows out of order are re-sorted by the caller).
+# enable_sort off: the store has already decided this revision is large enough for the graph,
+# and must not be overruled by row estimates that are stale right after a bulk load.
+ANN_SETTINGS = (
+    "SELECT set_config('hnsw.ef_search', %s, true), "
+    "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+    "set_config('enable_sort', 'off', true)"
+)
+
+
+def ann_settings(limit: int) -> tuple[str]:
+    return (str(ef_search(limit)),)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from powercontext.memory.errors import StorageError
+from powercontext.memory.errors import MemoryValidationError, StorageError
 from powercontext.storage.sqlite.errors import storage_error
 from powercontext.storage.sqlite.schema import migrate
 
@@ -72,6 +72,10 @@ def _rollback(conn: sqlite3.Connection) -> None:
     if conn.in_transaction:
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
+
+
+def _out_of_range(exc: OverflowError) -> MemoryValidationError:
+    return MemoryValidationError(f"an integer is outside SQLite's 64-bit range ({exc})")
 
 
 class ConnectionPool:
@@ -131,6 +135,9 @@ class ConnectionPool:
             except sqlite3.Error as exc:
                 _rollback(conn)
                 raise storage_error(exc, doing) from exc
+            except OverflowError as exc:
+                _rollback(conn)
+                raise _out_of_range(exc) from exc
             except BaseException:
                 _rollback(conn)
                 raise
@@ -159,6 +166,8 @@ class ConnectionPool:
                 _rollback(conn)
         except sqlite3.Error as exc:
             raise storage_error(exc, doing) from exc
+        except OverflowError as exc:
+            raise _out_of_range(exc) from exc
 
     def _check_open(self) -> None:
         if self._closed:

@@ -85,26 +85,31 @@ class VectorMatrix:
                 "have mixed dimensions"
             )
         vectors = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(rows), self.dimension)
-        for index, (_, key, _, added, removed) in enumerate(rows):
-            position = self.row_of.get(key)
+        # A key appears at most once per refresh: REPLACE leaves one row per key.
+        positions = np.empty(len(rows), dtype=np.int64)
+        fresh = 0
+        for index, row in enumerate(rows):
+            position = self.row_of.get(row[1])
             if position is None:
-                position = self._append_slot()
-                self.row_of[key] = position
-            self.matrix[position] = vectors[index]
-            self.keys[position] = key
-            self.added[position] = added
-            self.removed[position] = NOT_REMOVED if removed is None else removed
+                position = self.size + fresh
+                self.row_of[row[1]] = position
+                fresh += 1
+            positions[index] = position
+        self._reserve(self.size + fresh)
+        self.size += fresh
+        self.matrix[positions] = vectors
+        self.keys[positions] = [row[1] for row in rows]
+        self.added[positions] = [row[3] for row in rows]
+        self.removed[positions] = [NOT_REMOVED if row[4] is None else row[4] for row in rows]
         self.last_vector_id = rows[-1][0]
 
-    def _append_slot(self) -> int:
-        if self.size == self.matrix.shape[0]:
-            capacity = max(1024, 2 * self.size)
+    def _reserve(self, rows: int) -> None:
+        if rows > self.matrix.shape[0]:
+            capacity = max(1024, 2 * self.matrix.shape[0], rows)
             self.matrix = _grow(self.matrix, capacity)
             self.keys = _grow(self.keys, capacity)
             self.added = _grow(self.added, capacity)
             self.removed = _grow(self.removed, capacity)
-        self.size += 1
-        return self.size - 1
 
     def _apply_removals(self, conn: sqlite3.Connection) -> None:
         for key, removed in conn.execute(

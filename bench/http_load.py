@@ -1,0 +1,250 @@
+"""HTTP search throughput: requests/s and latency percentiles at 1, 16 and 64 concurrent clients.
+
+The server runs as its own process (`python -m powercontext.cli server run`, uvicorn, one
+worker) on the embedded SQLite store seeded with `--entries` entries; the load comes from
+httpx async clients in this process, in fts mode. Each level is bounded by `--requests` and
+`--seconds`, whichever ends first; only 127.0.0.1 is contacted.
+
+    python bench/http_load.py          # 10k entries; writes bench/results/http_load.json
+    python bench/http_load.py --entries 2000 --seconds 3 --concurrency 1 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from powercontext import ServerSettings, __version__, open_runtime
+from powercontext.config import DatabaseConfig, InferenceConfig
+from powercontext.memory import RememberMemoryRequest
+
+RESULTS = Path(__file__).resolve().parent / "results" / "http_load.json"
+SCOPE = "bench"
+WORDS_PER_ENTRY = 12
+
+
+def _vocabulary(size: int, rng: random.Random) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(letters) for _ in range(rng.randint(4, 9))))
+    return sorted(words)
+
+
+async def seed(db: Path, entries: int, vocabulary: list[str], rng: random.Random) -> float:
+    settings = ServerSettings(
+        database=DatabaseConfig(url=f"sqlite:///{db}"),
+        inference=InferenceConfig(embedding_model="none"),
+    )
+    started = time.perf_counter()
+    async with open_runtime(settings) as runtime:
+        memory = runtime.memory.for_scope(SCOPE)
+        for offset in range(0, entries, 5000):
+            batch = [
+                RememberMemoryRequest(text=" ".join(rng.choices(vocabulary, k=WORDS_PER_ENTRY)))
+                for _ in range(min(5000, entries - offset))
+            ]
+            await memory.remember_many(batch)
+    return time.perf_counter() - started
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def start_server(db: Path, port: int) -> subprocess.Popen[bytes]:
+    env = os.environ | {
+        "POWERCONTEXT_SERVER_DATABASE_URL": f"sqlite:///{db}",
+        "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL": "none",
+        "POWERCONTEXT_SERVER_HTTP_HOST": "127.0.0.1",
+        "POWERCONTEXT_SERVER_HTTP_PORT": str(port),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "powercontext.cli", "server", "run"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+async def wait_ready(url: str, process: subprocess.Popen[bytes], within: float = 60) -> None:
+    deadline = time.monotonic() + within
+    async with httpx.AsyncClient(base_url=url) as client:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"the server exited with {process.returncode}")
+            try:
+                if (await client.get("/v1/health", timeout=1)).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.2)
+    raise RuntimeError("the server did not become healthy in time")
+
+
+def _process_cpu_seconds(pid: int) -> float | None:
+    """utime + stime of a process (Linux /proc), to split the cost between server and client."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _percentile(sorted_ms: list[float], q: float) -> float:
+    if not sorted_ms:
+        return float("nan")
+    index = min(len(sorted_ms) - 1, max(0, round(q * (len(sorted_ms) - 1))))
+    return sorted_ms[index]
+
+
+async def load(
+    url: str,
+    concurrency: int,
+    max_requests: int,
+    seconds: float,
+    queries: list[str],
+    server_pid: int | None = None,
+) -> dict[str, Any]:
+    """`concurrency` clients, each its own httpx.AsyncClient with one keep-alive connection
+    (one shared pool of many connections costs httpx far more CPU than the server spends)."""
+    latencies: list[float] = []
+    errors = 0
+    issued = 0
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    clients = [
+        httpx.AsyncClient(base_url=url, limits=limits, timeout=30) for _ in range(concurrency)
+    ]
+
+    async def one(client: httpx.AsyncClient, query: str) -> None:
+        nonlocal errors
+        started = time.perf_counter()
+        response = await client.post(
+            "/v1/memory/search",
+            json={"scope_id": SCOPE, "query": query, "limit": 10, "mode": "fts"},
+        )
+        elapsed = (time.perf_counter() - started) * 1000.0
+        if response.status_code == 200 and response.json()["mode"] == "fts":
+            latencies.append(elapsed)
+        else:
+            errors += 1
+
+    try:
+        # Open the connections and warm the server outside the measurement.
+        await asyncio.gather(*(one(c, queries[i]) for i, c in enumerate(clients)))
+        latencies.clear()
+        deadline = time.monotonic() + seconds
+
+        async def worker(client: httpx.AsyncClient) -> None:
+            nonlocal issued
+            while issued < max_requests and time.monotonic() < deadline:
+                issued += 1
+                await one(client, queries[issued % len(queries)])
+
+        server_cpu = _process_cpu_seconds(server_pid) if server_pid else None
+        client_cpu = time.process_time()
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(c) for c in clients))
+        wall = time.perf_counter() - started
+        client_cpu = time.process_time() - client_cpu
+        if server_cpu is not None and server_pid:
+            after = _process_cpu_seconds(server_pid)
+            server_cpu = after - server_cpu if after is not None else None
+    finally:
+        for client in clients:
+            await client.aclose()
+    ordered = sorted(latencies)
+    return {
+        "concurrency": concurrency,
+        "requests": len(latencies),
+        "errors": errors,
+        "seconds": round(wall, 3),
+        "requests_per_second": round(len(latencies) / wall, 1) if wall else 0.0,
+        "p50_ms": round(_percentile(ordered, 0.50), 2),
+        "p95_ms": round(_percentile(ordered, 0.95), 2),
+        "p99_ms": round(_percentile(ordered, 0.99), 2),
+        "mean_ms": round(statistics.fmean(ordered), 2) if ordered else None,
+        "server_cpu_ms_per_request": _per_request(server_cpu, len(latencies)),
+        "client_cpu_ms_per_request": _per_request(client_cpu, len(latencies)),
+    }
+
+
+def _per_request(cpu_seconds: float | None, requests: int) -> float | None:
+    if cpu_seconds is None or not requests:
+        return None
+    return round(cpu_seconds * 1000.0 / requests, 2)
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    rng = random.Random(args.seed)
+    vocabulary = _vocabulary(2000, rng)
+    queries = [" ".join(rng.choices(vocabulary, k=rng.randint(1, 3))) for _ in range(1000)]
+    with tempfile.TemporaryDirectory(prefix="pc-http-load-") as tmp:
+        db = Path(tmp) / "load.db"
+        seed_seconds = await seed(db, args.entries, vocabulary, rng)
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}"
+        process = start_server(db, port)
+        try:
+            await wait_ready(url, process)
+            levels = []
+            for concurrency in args.concurrency:
+                result = await load(
+                    url, concurrency, args.requests, args.seconds, queries, process.pid
+                )
+                print(json.dumps(result), flush=True)
+                levels.append(result)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)
+    return {
+        "benchmark": "http_search_fts",
+        "powercontext": __version__,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "entries": args.entries,
+        "seed_seconds": round(seed_seconds, 2),
+        "limit": 10,
+        "mode": "fts",
+        "server": "powercontext server run (uvicorn, 1 worker, access log on, SQLite)",
+        "client": "one httpx.AsyncClient per concurrent client, one process, same machine",
+        "load_average_after": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        "levels": levels,
+    }
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--entries", type=int, default=10_000)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
+    parser.add_argument("--requests", type=int, default=4000, help="per level, at most")
+    parser.add_argument("--seconds", type=float, default=8.0, help="per level, at most")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    arguments = parse_args()
+    report = asyncio.run(main(arguments))
+    arguments.output.parent.mkdir(parents=True, exist_ok=True)
+    arguments.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {arguments.output}")

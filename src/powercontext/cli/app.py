@@ -1,0 +1,43 @@
+"""The root `powercontext` command."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from powercontext.cli import admin_commands, bench_commands, memory_commands, server_commands
+
+app = typer.Typer(
+    name="powercontext",
+    help="PowerContext: durable, revisioned Memory for AI agents.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+app.add_typer(server_commands.app, name="server")
+app.add_typer(memory_commands.app, name="memory")
+app.add_typer(admin_commands.config_app, name="config")
+app.add_typer(bench_commands.app, name="bench")
+app.command("reindex")(admin_commands.reindex)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from powercontext import __version__
+
+        typer.echo(f"powercontext {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """PowerContext: durable, revisioned Memory for AI agents."""
+
+
+def main() -> None:
+    app()

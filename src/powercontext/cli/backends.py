@@ -1,0 +1,56 @@
+"""Where `powercontext memory ...` runs: a server through the SDK, or the embedded store."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Protocol
+
+from powercontext.memory.models import (
+    MemoryCitation,
+    MemoryEntriesPage,
+    MemoryEntry,
+    MemorySearchPage,
+    MemoryWriteResult,
+    RememberMemoryRequest,
+    RetireMemoryRequest,
+    SearchMemoryRequest,
+)
+
+
+class CliMemory(Protocol):
+    """What the commands use; the runtime's ScopedMemory and the SDK's both provide it."""
+
+    async def remember(self, request: RememberMemoryRequest) -> MemoryWriteResult: ...
+
+    async def search(self, request: SearchMemoryRequest) -> MemorySearchPage: ...
+
+    async def list(
+        self, *, revision: int | None = None, cursor: str | None = None, limit: int = 100
+    ) -> MemoryEntriesPage: ...
+
+    async def get(self, citation: MemoryCitation) -> MemoryEntry | None: ...
+
+    async def retire(self, request: RetireMemoryRequest) -> MemoryWriteResult: ...
+
+
+@dataclass(frozen=True)
+class Target:
+    local: bool
+    server_url: str | None = None
+    api_key: str | None = None
+
+
+@asynccontextmanager
+async def open_memory(target: Target, scope_id: str) -> AsyncIterator[CliMemory]:
+    if target.local:
+        from powercontext.runtime import open_runtime
+
+        async with open_runtime() as runtime:
+            yield runtime.memory.for_scope(scope_id)
+    else:
+        from powercontext.client import PowerContextClient
+
+        async with PowerContextClient(target.server_url, api_key=target.api_key) as client:
+            yield client.memory.for_scope(scope_id)

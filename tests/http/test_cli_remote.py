@@ -1,0 +1,53 @@
+"""The CLI against a live server through the SDK (no --local), with and without a key."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from powercontext.cli import app
+from tests.http.conftest import KEY_A, Served
+
+runner = CliRunner()
+
+
+def test_cli_talks_to_a_server(open_server: Served, fresh_scope: str) -> None:
+    env = {"POWERCONTEXT_CLIENT_SERVER_URL": open_server.url}
+    written = runner.invoke(
+        app, ["memory", "remember", "Remote CLI fact", "--scope", fresh_scope, "--json"], env=env
+    )
+    assert written.exit_code == 0, written.output
+    page = runner.invoke(
+        app, ["memory", "search", "remote", "--scope", fresh_scope, "--json"], env=env
+    )
+    hits = json.loads(page.stdout)["hits"]
+    assert [h["text"] for h in hits] == ["Remote CLI fact"]
+    shown = runner.invoke(
+        app,
+        ["memory", "get", json.dumps(hits[0]["citation"]), "--scope", fresh_scope],
+        env=env,
+    )
+    assert shown.exit_code == 0 and "Remote CLI fact" in shown.stdout
+
+
+def test_cli_reports_auth_errors(auth_server: Served) -> None:
+    args = ["memory", "list", "--scope", "scope-a", "--server-url", auth_server.url]
+    anonymous = runner.invoke(app, args)
+    assert anonymous.exit_code == 1 and "unauthorized" in anonymous.stderr
+    keyed = runner.invoke(app, [*args, "--json"], env={"POWERCONTEXT_CLIENT_API_KEY": KEY_A})
+    assert keyed.exit_code == 0, keyed.output
+    other = runner.invoke(
+        app,
+        [
+            "memory",
+            "list",
+            "--scope",
+            "scope-b",
+            "--server-url",
+            auth_server.url,
+            "--api-key",
+            KEY_A,
+        ],
+    )
+    assert other.exit_code == 1 and "forbidden" in other.stderr

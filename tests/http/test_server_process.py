@@ -1,0 +1,69 @@
+"""`powercontext server run` as a real process: serves, logs JSON access lines, stops on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_server_run_serves_logs_and_shuts_down_gracefully(tmp_path: Path) -> None:
+    port = _free_port()
+    env = os.environ | {
+        "POWERCONTEXT_SERVER_DATABASE_URL": f"sqlite:///{tmp_path / 'proc.db'}",
+        "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL": "none",
+        "POWERCONTEXT_SERVER_LOG_FORMAT": "json",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "powercontext.cli", "server", "run", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.1)
+        with httpx.Client(base_url=url) as client:
+            client.post("/v1/memory/remember", json={"scope_id": "p", "text": "private words"})
+            found = client.post(
+                "/v1/memory/search",
+                json={"scope_id": "p", "query": "private"},
+                headers={"X-Request-ID": "proc-test-1"},
+            )
+            assert len(found.json()["hits"]) == 1
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=20)
+    # uvicorn re-raises the signal after a clean shutdown, so -SIGTERM is a clean exit too.
+    assert process.returncode in (0, -signal.SIGTERM), stderr
+    assert "Application shutdown complete" in stderr
+    lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    access = [line for line in lines if line["logger"] == "powercontext.http.access"]
+    search = next(line for line in access if line.get("request_id") == "proc-test-1")
+    assert search["route"] == "/v1/memory/search" and search["status"] == 200
+    assert search["latency_ms"] >= 0
+    assert "private" not in stderr

@@ -1,0 +1,107 @@
+"""The PostgreSQL full-text channel: literals, IDF ranking, and the two-pass search's exactness."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from powercontext.storage.postgres import PostgresMemoryStore, fulltext
+from tests import pg_server
+from tests.contract.builders import add, retire
+
+
+def test_literals_quote_everything_and_keep_tokens_verbatim() -> None:
+    literal, lexemes = fulltext.tsvector_literal("b a b it's back\\slash 東京 京")
+    assert lexemes == ["b", "a", "it's", "back\\slash", "東京", "京"]
+    assert literal == "'b' 'a' 'it''s' 'back\\\\slash' '東京' '京'"
+    assert fulltext.tsvector_literal("") == ("", [])
+    assert fulltext.tsvector_literal("x\x00y \x00") == ("'xy'", ["xy"])
+    assert fulltext.term_query(["or", "!", "a'b"]) == "'or' | '!' | 'a''b'"
+
+
+def test_the_plan_scores_rare_terms_higher_and_bounds_the_rest() -> None:
+    frequencies = {"the": 5000, "lighthous": 3}
+    plan = fulltext.plan_ranking(["the", "lighthous", "the"], frequencies, 10_000, 50_000)
+    assert plan is not None
+    assert plan.terms == ("lighthous", "the")
+    assert plan.weights[0] > 5 * plan.weights[1] > 0
+    assert plan.first_pass == 1  # 5000 more documents would blow the first pass's budget
+    assert math.isclose(plan.outside_bound, fulltext.F_MAX * plan.weights[1])
+    assert plan.average_length == 5.0
+    assert fulltext.plan_ranking(["\x00"], {}, 10, 10) is None
+
+
+def test_the_first_pass_is_final_only_when_its_last_score_beats_the_bound() -> None:
+    plan = fulltext.plan_ranking(["rare", "common"], {"rare": 1, "common": 5000}, 10_000, 1)
+    assert plan is not None and plan.first_pass == 1
+    above, below = plan.outside_bound + 1.0, plan.outside_bound * 0.5
+    assert fulltext.first_pass_is_final(plan, [above, above], limit=2)
+    assert not fulltext.first_pass_is_final(plan, [above, below], limit=2)
+    assert not fulltext.first_pass_is_final(plan, [above], limit=2)  # short: others may fill
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[PostgresMemoryStore]:
+    opened = await PostgresMemoryStore.open(await pg_server.database_url(tmp_path))
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+async def test_a_rare_term_outranks_many_common_ones(store: PostgresMemoryStore) -> None:
+    filler = [add(f"what did the team say about item {i}") for i in range(40)]
+    result = await store.commit("s", None, [*filler, add("the lighthouse keeper retired")])
+    terms = ["what", "did", "the", "team", "lighthous"]
+    found = await store.fts_candidates("s", 1, terms, limit=5)
+    assert found[0].key == result.keys[-1]
+
+
+def _oracle(
+    documents: dict[int, list[str]], active: set[int], terms: list[str], limit: int
+) -> list[int]:
+    """BM25 with binary term frequency over the active documents, ties by key."""
+    total = len(active)
+    lexemes = sum(len(set(documents[key])) for key in active)
+    average = lexemes / total
+    df = {t: sum(1 for key in active if t in documents[key]) for t in set(terms)}
+    scored = []
+    for key in active:
+        present = set(documents[key])
+        matched = [t for t in dict.fromkeys(terms) if t in present]
+        if not matched:
+            continue
+        weight = sum(fulltext.idf(df[t], total) for t in matched)
+        factor = (fulltext.K1 + 1) / (
+            1 + fulltext.K1 * (1 - fulltext.B + fulltext.B * len(present) / average)
+        )
+        scored.append((-weight * factor, key))
+    return [key for _, key in sorted(scored)[:limit]]
+
+
+async def test_both_passes_give_the_exact_top_of_the_ranking(
+    store: PostgresMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A tiny budget makes the first pass cover only the rarest term, so queries exercise the
+    # early exit and the fallback to the second pass; both must match the oracle exactly.
+    monkeypatch.setattr(fulltext, "FIRST_PASS_DF_BUDGET", 6)
+    rng = random.Random(7)
+    vocabulary = [f"w{i}" for i in range(60)]
+    weights = [1 / (rank + 1) for rank in range(len(vocabulary))]  # Zipf-like
+    texts = [" ".join(rng.choices(vocabulary, weights, k=rng.randint(2, 9))) for _ in range(300)]
+    changes = [add(text, tokens=text) for text in texts]
+    result = await store.commit("z", None, changes)
+    documents = {key: text.split() for key, text in zip(result.keys, texts, strict=True)}
+    versions = await store.fetch_versions("z", result.keys[:60])
+    await store.commit("z", 1, [retire(versions[key]) for key in result.keys[:60]])
+    active = set(result.keys[60:])
+    for trial in range(25):
+        terms = rng.sample(vocabulary, rng.randint(1, 5))
+        limit = rng.choice([3, 10, 40])
+        found = await store.fts_candidates("z", 2, terms, limit=limit)
+        expected = _oracle(documents, active, terms, limit)
+        assert [c.key for c in found] == expected, (trial, terms, limit)

@@ -1,0 +1,149 @@
+"""What the PostgreSQL adapter adds beyond the shared contract: migrations, error mapping,
+URLs, and the HNSW path that only large revisions take."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+
+from powercontext.memory.errors import ConfigurationError, StorageError
+from powercontext.storage import open_store
+from powercontext.storage.postgres import SCHEMA_VERSION, PostgresMemoryStore, upgrade, vectors
+from powercontext.storage.postgres.connection import split_url
+from tests import pg_server
+from tests.contract.builders import add, random_units, retire
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+async def url(tmp_path: Path) -> str:
+    return await pg_server.database_url(tmp_path)
+
+
+@pytest.fixture
+async def store(url: str) -> AsyncIterator[PostgresMemoryStore]:
+    opened = await PostgresMemoryStore.open(url)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+async def test_upgrade_applies_each_migration_once(tmp_path: Path) -> None:
+    url = await pg_server.database_url(tmp_path / "fresh", unmigrated=True)
+    assert await upgrade(url) == list(range(1, SCHEMA_VERSION + 1))
+    assert await upgrade(url) == []
+    store = await open_store(url)  # the URL dispatch the runtime uses
+    try:
+        assert isinstance(store, PostgresMemoryStore)
+        assert await store.scope_ids() == []
+    finally:
+        await store.close()
+
+
+async def test_concurrent_opens_migrate_once(url: str) -> None:
+    stores = await asyncio.gather(*(PostgresMemoryStore.open(url) for _ in range(3)))
+    for opened in stores:
+        await opened.close()
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        cur = await conn.execute("SELECT version FROM schema_migrations ORDER BY version")
+        assert [row[0] for row in await cur.fetchall()] == list(range(1, SCHEMA_VERSION + 1))
+
+
+async def test_a_newer_schema_is_refused(url: str) -> None:
+    await upgrade(url)
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (999,))
+    with pytest.raises(StorageError, match="newer"):
+        await PostgresMemoryStore.open(url)
+
+
+async def test_database_failures_surface_as_storage_errors(store: PostgresMemoryStore) -> None:
+    with pytest.raises(StorageError, match="PostgreSQL storage failed while connecting"):
+        await PostgresMemoryStore.open("postgresql://nobody@/x?host=/nonexistent-socket-dir")
+    await store.close()
+    with pytest.raises(StorageError, match="reading the head"):
+        await store.head("s")
+
+
+def test_pool_sizes_ride_on_the_url_and_never_reach_libpq() -> None:
+    conninfo, options = split_url(
+        "postgresql://u:p@db.example:5433/mem?sslmode=require&pool_max_size=20&pool_min_size=2"
+    )
+    assert conninfo == "postgresql://u:p@db.example:5433/mem?sslmode=require"
+    assert (options.min_size, options.max_size) == (2, 20)
+    with pytest.raises(ConfigurationError, match="POWERCONTEXT_SERVER_DATABASE_URL"):
+        split_url("postgresql://db/mem?pool_max_size=zero")
+    with pytest.raises(ConfigurationError, match="exceeds"):
+        split_url("postgresql://db/mem?pool_min_size=9&pool_max_size=2")
+
+
+async def _plan(store: PostgresMemoryStore, query: np.ndarray, revision: int) -> str:
+    statement = vectors.nearest_query("p", query.shape[0], exact=False)
+    async with store._connection("explaining") as conn, conn.transaction():
+        await conn.execute(vectors.ANN_SETTINGS, vectors.ann_settings(30))
+        cur = await conn.execute(
+            psycopg.sql.SQL("EXPLAIN ") + statement, (query, "big", revision, revision, 30)
+        )
+        return "\n".join(row[0] for row in await cur.fetchall())
+
+
+async def test_large_revisions_walk_the_hnsw_graph_and_stay_filtered(
+    store: PostgresMemoryStore,
+) -> None:
+    count, dimension = vectors.EXACT_SCAN_UP_TO + 1000, 16
+    result = await store.commit("big", None, [add(f"entry {i}") for i in range(count)])
+    matrix = random_units(count, dimension, seed=11)
+    for start in range(0, count, 1000):
+        batch = range(start, min(start + 1000, count))
+        await store.put_vectors("big", "p", [(result.keys[i], matrix[i]) for i in batch])
+    query = random_units(1, dimension, seed=12)[0]
+    assert vectors.index_name("p") in await _plan(store, query, 1)
+
+    approximate = await store.vector_candidates("big", 1, "p", query, limit=30)
+    exact = await store.exact_vector_candidates("big", 1, "p", query, limit=100)
+    assert [c.key for c in exact] == [result.keys[i] for i in np.argsort(-(matrix @ query))[:100]]
+    recall = len({c.key for c in approximate} & {c.key for c in exact[:30]}) / 30
+    assert recall >= 0.8, recall
+
+    # Another scope's vectors right next to the query, and the 100 nearest versions of this
+    # scope retired: the graph's nearest 600 tuples all fail the filters, yet the walk goes on.
+    noise = await store.commit("noise", None, [add(f"other {i}") for i in range(500)])
+    near = query + 0.05 * random_units(500, dimension, seed=13)
+    await store.put_vectors("noise", "p", list(zip(noise.keys, near, strict=True)))
+    versions = await store.fetch_versions("big", [c.key for c in exact])
+    await store.commit("big", 1, [retire(versions[c.key]) for c in exact])
+    retired = {c.key for c in exact}
+    unit = query / np.linalg.norm(query)
+    async with store._connection("walking the graph alone") as conn:  # no exact fallback
+        walked = await store._search(conn, "p", dimension, (unit, "big", 2, 2, 30), 30, False)
+    assert len(walked) == 30 and not {key for key, _ in walked} & retired
+    found = await store.vector_candidates("big", 2, "p", query, limit=30)
+    assert len(found) == 30 and not {c.key for c in found} & retired
+    assert {c.key for c in found} <= set(result.keys)
+    similarities = [c.similarity for c in found]
+    assert similarities == sorted(similarities, reverse=True)
+    # The old revision is still searchable as it was.
+    again = await store.vector_candidates("big", 1, "p", query, limit=30)
+    assert [c.key for c in again] == [c.key for c in approximate]
+
+
+async def test_two_stores_create_a_new_profiles_index_once(url: str) -> None:
+    first = await PostgresMemoryStore.open(url)
+    second = await PostgresMemoryStore.open(url)
+    try:
+        result = await first.commit("s", None, [add(f"e{i}") for i in range(4)])
+        items = list(zip(result.keys, random_units(4, 8, seed=1), strict=True))
+        await asyncio.gather(
+            first.put_vectors("s", "fresh", items[:2]), second.put_vectors("s", "fresh", items[2:])
+        )
+        assert await first.missing_vector_count("s", 1, "fresh") == 0
+    finally:
+        await first.close()
+        await second.close()

@@ -1,0 +1,114 @@
+"""`powercontext memory ...` on the embedded store (--local), through Typer's CliRunner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from powercontext.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        "POWERCONTEXT_SERVER_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
+        "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL": "hash",
+    }
+
+
+def _json(env: dict[str, str], *args: str) -> Any:
+    result = runner.invoke(app, [*args, "--local", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_remember_search_get_list_retire(env: dict[str, str]) -> None:
+    written = _json(
+        env,
+        "memory",
+        "remember",
+        "Ana moved to Lisbon in 2021.",
+        "--scope",
+        "p",
+        "--kind",
+        "event",
+        "--metadata",
+        '{"source": "chat"}',
+    )
+    assert written["memory_ref"] == {"scope_id": "p", "revision": 1}
+    _json(env, "memory", "remember", "Ben likes sailing.", "--scope", "p")
+
+    page = _json(env, "memory", "search", "Lisbon", "--scope", "p", "--mode", "fts")
+    assert page["mode"] == "fts" and len(page["hits"]) == 1
+    hit = page["hits"][0]
+    assert hit["text"] == "Ana moved to Lisbon in 2021." and hit["kind"] == "event"
+    assert hit["metadata"] == {"source": "chat"}
+
+    # A citation from --json output is accepted as is, and so is the compact token.
+    entry = _json(env, "memory", "get", json.dumps(hit["citation"]), "--scope", "p")
+    assert entry["entry_version_id"] == hit["citation"]["entry_version_id"]
+    token = "{}:{}:{}".format(
+        hit["citation"]["memory_ref"]["revision"],
+        hit["citation"]["entry_id"],
+        hit["citation"]["entry_version_id"],
+    )
+    assert _json(env, "memory", "get", token, "--scope", "p")["text"] == hit["text"]
+
+    listed = _json(env, "memory", "list", "--scope", "p")
+    assert [e["text"] for e in listed["entries"]] == [
+        "Ana moved to Lisbon in 2021.",
+        "Ben likes sailing.",
+    ]
+    retired = _json(env, "memory", "retire", token, "--scope", "p", "--reason", "moved again")
+    assert retired["memory_ref"]["revision"] == 3
+    assert _json(env, "memory", "search", "Lisbon", "--scope", "p")["hits"] == []
+
+
+def test_human_readable_tables(env: dict[str, str]) -> None:
+    runner.invoke(
+        app,
+        ["memory", "remember", "The [bold]deploy[/bold] is on Friday", "--scope", "t", "--local"],
+        env=env,
+    )
+    result = runner.invoke(app, ["memory", "search", "deploy", "--scope", "t", "--local"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "1 hits" in result.stdout and "[bold]deploy[/bold]" in result.stdout
+    listed = runner.invoke(app, ["memory", "list", "--scope", "t", "--local"], env=env)
+    assert "1 entries" in listed.stdout and "t@1" in listed.stdout
+
+
+def test_errors_are_one_line_and_exit_non_zero(env: dict[str, str]) -> None:
+    blank = runner.invoke(app, ["memory", "remember", "   ", "--scope", "p", "--local"], env=env)
+    assert blank.exit_code == 1 and "validation_error" in blank.stderr
+    assert "Traceback" not in blank.output
+
+    missing = runner.invoke(
+        app, ["memory", "get", "1:nope:nope", "--scope", "p", "--local"], env=env
+    )
+    assert missing.exit_code == 1 and "not_found" in missing.stderr
+
+    bad = runner.invoke(
+        app, ["memory", "get", "not-a-citation", "--scope", "p", "--local"], env=env
+    )
+    assert bad.exit_code == 1 and "citation" in bad.stderr
+
+    none_env = env | {"POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL": "none"}
+    runner.invoke(app, ["memory", "remember", "x y", "--scope", "p", "--local"], env=none_env)
+    vector = runner.invoke(
+        app, ["memory", "search", "x", "--scope", "p", "--mode", "vector", "--local"], env=none_env
+    )
+    assert vector.exit_code == 1 and "capability_not_supported" in vector.stderr
+
+    config = runner.invoke(
+        app,
+        ["memory", "list", "--scope", "p", "--local"],
+        env=env | {"POWERCONTEXT_SERVER_RUNTIME_MEMORY_RERANK_CANDIDATE_LIMIT": "500"},
+    )
+    assert config.exit_code == 2
+    assert "POWERCONTEXT_SERVER_RUNTIME_MEMORY_RERANK_CANDIDATE_LIMIT" in config.stderr
