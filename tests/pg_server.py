@@ -91,6 +91,7 @@ async def database_url(workdir: Path, *, unmigrated: bool = False) -> str:
     handed to new directories. `unmigrated` asks for a schema no migration has touched.
     """
     global _database_ready
+    server()  # skips when the packages are missing, fails when the server cannot start
     if not _database_ready:
         await _admin(f"DROP DATABASE IF EXISTS {DATABASE}")
         await _admin(f"CREATE DATABASE {DATABASE}")

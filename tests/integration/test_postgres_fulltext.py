@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -30,18 +29,24 @@ def test_the_plan_scores_rare_terms_higher_and_bounds_the_rest() -> None:
     assert plan.terms == ("lighthous", "the")
     assert plan.weights[0] > 5 * plan.weights[1] > 0
     assert plan.first_pass == 1  # 5000 more documents would blow the first pass's budget
-    assert math.isclose(plan.outside_bound, fulltext.F_MAX * plan.weights[1])
     assert plan.average_length == 5.0
     assert fulltext.plan_ranking(["\x00"], {}, 10, 10) is None
 
 
-def test_the_first_pass_is_final_only_when_its_last_score_beats_the_bound() -> None:
-    plan = fulltext.plan_ranking(["rare", "common"], {"rare": 1, "common": 5000}, 10_000, 1)
-    assert plan is not None and plan.first_pass == 1
-    above, below = plan.outside_bound + 1.0, plan.outside_bound * 0.5
-    assert fulltext.first_pass_is_final(plan, [above, above], limit=2)
-    assert not fulltext.first_pass_is_final(plan, [above, below], limit=2)
-    assert not fulltext.first_pass_is_final(plan, [above], limit=2)  # short: others may fill
+def test_common_terms_are_left_out_of_the_match_only_below_the_threshold() -> None:
+    frequencies = {"rare": 1, "mid": 300, "the": 5000, "a": 6000}
+    plan = fulltext.plan_ranking(["a", "the", "mid", "rare"], frequencies, 10_000, 1)
+    assert plan is not None and plan.terms == ("rare", "mid", "the", "a")
+    assert plan.first_pass == 2
+    weights = plan.weights
+    common = fulltext.F_MAX * (weights[2] + weights[3])
+    # the limit-th score beats what "the" and "a" together can give: the first pass is final
+    assert fulltext.terms_to_match(plan, [common * 1.01] * 3, limit=3) == 2
+    # it beats "a" alone but not both: the second pass must match on "the" too
+    between = fulltext.F_MAX * weights[3] * 1.01
+    assert fulltext.terms_to_match(plan, [between] * 3, limit=3) == 3
+    assert fulltext.terms_to_match(plan, [0.0001] * 3, limit=3) == 4
+    assert fulltext.terms_to_match(plan, [100.0], limit=3) == 4  # short: others may fill
 
 
 @pytest.fixture

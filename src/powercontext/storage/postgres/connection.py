@@ -1,8 +1,9 @@
 """Database URLs, pool options and opening connections.
 
 A URL is a libpq URI (`postgresql://user:password@host:5432/dbname?sslmode=require`, or a unix
-socket with `?host=/run/postgresql`). Pool sizes may ride along as query parameters that are
-removed before libpq sees them: `pool_min_size` (default 1) and `pool_max_size` (default 8).
+socket with `?host=/run/postgresql`). Store options may ride along as query parameters that
+are removed before libpq sees them: `pool_min_size` (default 1), `pool_max_size` (default 8)
+and `hnsw_ef_search` (default max(64, 2 x the rows asked for)).
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ _SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 
 
 @dataclass(frozen=True, slots=True)
-class PoolOptions:
+class PostgresOptions:
     min_size: int = 1
     max_size: int = 8
     timeout_seconds: float = 30.0
     """How long opening, or waiting for a free connection, may take before a StorageError."""
+    hnsw_ef_search: int | None = None
+    """HNSW candidate list size; None: max(64, 2 * limit) (see vectors.ef_search)."""
 
 
 def _size(name: str, value: str) -> int:
@@ -39,18 +42,20 @@ def _size(name: str, value: str) -> int:
     return size
 
 
-def split_url(url: str, options: PoolOptions | None = None) -> tuple[str, PoolOptions]:
-    """(libpq conninfo, pool options) of a PowerContext database URL."""
+def split_url(url: str, options: PostgresOptions | None = None) -> tuple[str, PostgresOptions]:
+    """(libpq conninfo, store options) of a PowerContext database URL."""
     parts = urlsplit(url)
     if parts.scheme not in _SCHEMES:
         raise ConfigurationError(f"{URL_VARIABLE}: {parts.scheme!r} is not a PostgreSQL URL")
-    chosen = options or PoolOptions()
+    chosen = options or PostgresOptions()
     kept: list[tuple[str, str]] = []
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
         if name == "pool_min_size":
             chosen = replace(chosen, min_size=_size(name, value))
         elif name == "pool_max_size":
             chosen = replace(chosen, max_size=_size(name, value))
+        elif name == "hnsw_ef_search":
+            chosen = replace(chosen, hnsw_ef_search=_size(name, value))
         else:
             kept.append((name, value))
     if chosen.min_size > chosen.max_size:

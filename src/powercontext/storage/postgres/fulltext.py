@@ -20,8 +20,10 @@ Scoring every document that shares any common word is what makes full-text searc
 million entries, so the search runs MaxScore-style in up to two passes: first over the
 documents containing one of the rarest terms (a bounded number of rows), each scored with
 all terms; a document without any of those terms scores at most F_max times the other terms'
-idf sum, and when the first pass's limit-th score beats that bound its order is final. Only
-otherwise does a second pass score every matching document. Both passes give the same order.
+idf sum, and when the first pass's limit-th score beats that bound its order is final.
+Otherwise the second pass matches on every term except the commonest ones whose combined bound
+stays below that limit-th score (often "the", "what", ...), scoring with all of them again.
+Both passes give exactly the order a full scan would.
 """
 
 from __future__ import annotations
@@ -91,8 +93,6 @@ class RankPlan:
     weights: tuple[float, ...]
     first_pass: int
     """How many of the rarest terms the first pass matches on."""
-    outside_bound: float
-    """The best score a document containing none of the first-pass terms can reach."""
     average_length: float
 
 
@@ -116,7 +116,6 @@ def plan_ranking(
         terms=tuple(ranked),
         weights=weights,
         first_pass=first,
-        outside_bound=F_MAX * sum(weights[first:]),
         average_length=average,
     )
 
@@ -147,11 +146,23 @@ def ranking_query(
     return query, params
 
 
-def first_pass_is_final(plan: RankPlan, scores: Sequence[float], limit: int) -> bool:
-    """Whether no document outside the first pass can enter (or tie into) its top `limit`."""
-    if plan.first_pass >= len(plan.terms):
-        return True
+def terms_to_match(plan: RankPlan, scores: Sequence[float], limit: int) -> int:
+    """How many of the rarest terms a pass must match on so that no document it skips could
+    enter the top `limit`, given the scores a pass over the first `plan.first_pass` found.
+
+    A document containing only the commonest terms scores at most F_MAX times their idf sum;
+    those terms can be left out of the match while that bound stays below the limit-th score
+    found so far (a real document's exact score, so a lower bound of the final one). When the
+    answer is `plan.first_pass`, the first pass was final.
+    """
     if len(scores) < limit:
-        return False
-    margin = 1e-9 * max(1.0, plan.outside_bound)
-    return min(scores) > plan.outside_bound + margin
+        return len(plan.terms)  # the skipped documents may be needed to fill the limit
+    threshold = min(scores)
+    margin = 1e-9 * max(1.0, threshold)  # float sums in SQL and here may differ in the last bit
+    keep, bound = len(plan.terms), 0.0
+    while keep > plan.first_pass:
+        widened = bound + F_MAX * plan.weights[keep - 1]
+        if widened + margin >= threshold:
+            break
+        keep, bound = keep - 1, widened
+    return keep

@@ -31,7 +31,7 @@ from powercontext.memory.ports import (
     VectorCandidate,
 )
 from powercontext.storage.postgres import fulltext, reads, vectors, writes
-from powercontext.storage.postgres.connection import PoolOptions, connect, split_url
+from powercontext.storage.postgres.connection import PostgresOptions, connect, split_url
 from powercontext.storage.postgres.errors import is_unique_violation, storage_error
 from powercontext.storage.postgres.schema import migrate
 
@@ -63,8 +63,13 @@ async def upgrade(url: str) -> list[int]:
 class PostgresMemoryStore:
     """Durable, revisioned Memory in PostgreSQL. Open with `await open(url)`."""
 
-    def __init__(self, pool: AsyncConnectionPool[AsyncConnection[TupleRow]]) -> None:
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[AsyncConnection[TupleRow]],
+        options: PostgresOptions | None = None,
+    ) -> None:
         self._pool = pool
+        self.options = options or PostgresOptions()
         self._indexed: dict[str, int] = {}
         self._dimensions = _Bounded()
         # (scope, profile) -> a revision at which every active version had a vector. Vectors
@@ -76,7 +81,7 @@ class PostgresMemoryStore:
         self._missing_from = _Bounded()
 
     @classmethod
-    async def open(cls, url: str, *, options: PoolOptions | None = None) -> PostgresMemoryStore:
+    async def open(cls, url: str, *, options: PostgresOptions | None = None) -> PostgresMemoryStore:
         """Connect, apply pending migrations and open the pool."""
         conninfo, chosen = split_url(url, options)
         conn = await connect(conninfo, chosen.timeout_seconds)
@@ -108,7 +113,7 @@ class PostgresMemoryStore:
         except psycopg.Error as exc:
             await pool.close()
             raise storage_error(exc, "opening the connection pool") from exc
-        return cls(pool)
+        return cls(pool, chosen)
 
     async def __aenter__(self) -> PostgresMemoryStore:
         return self
@@ -203,10 +208,9 @@ class PostgresMemoryStore:
                 return []
             query, params = fulltext.ranking_query(plan, plan.first_pass, scope_id, revision, limit)
             rows = await (await conn.execute(query, params)).fetchall()
-            if not fulltext.first_pass_is_final(plan, [row[1] for row in rows], limit):
-                query, params = fulltext.ranking_query(
-                    plan, len(plan.terms), scope_id, revision, limit
-                )
+            needed = fulltext.terms_to_match(plan, [row[1] for row in rows], limit)
+            if needed > plan.first_pass:
+                query, params = fulltext.ranking_query(plan, needed, scope_id, revision, limit)
                 rows = await (await conn.execute(query, params)).fetchall()
         return [
             FtsCandidate(key=int(key), score=float(score), tokens=frozenset(tokens))
@@ -289,7 +293,8 @@ class PostgresMemoryStore:
         statement = vectors.nearest_query(profile_id, dimension, exact=exact)
         async with conn.transaction():
             if not exact:
-                await conn.execute(vectors.ANN_SETTINGS, vectors.ann_settings(limit))
+                settings = vectors.ann_settings(limit, self.options.hnsw_ef_search)
+                await conn.execute(vectors.ANN_SETTINGS, settings)
             cur = await conn.execute(statement, params)
             return [(int(row[0]), float(row[1])) for row in await cur.fetchall()]
 

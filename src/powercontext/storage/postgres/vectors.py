@@ -158,10 +158,11 @@ def nearest_query(profile_id: str, dimension: int, *, exact: bool) -> sql.Compos
     ).format(distance=distance, profile=sql.Literal(profile_id))
 
 
-def ef_search(limit: int) -> int:
+def ef_search(limit: int, configured: int | None = None) -> int:
     """Candidate list size of the HNSW search: at least twice the rows wanted (pgvector's
-    default 40 is tuned for LIMIT 10), within pgvector's bound of 1000."""
-    return max(64, min(1000, 2 * limit))
+    default 40 is tuned for LIMIT 10) unless configured, within pgvector's bound of 1000."""
+    wanted = max(64, 2 * limit) if configured is None else max(configured, limit)
+    return min(1000, wanted)
 
 
 # Transaction-local settings of a graph walk. relaxed_order: keep walking until LIMIT rows pass
@@ -175,5 +176,5 @@ ANN_SETTINGS = (
 )
 
 
-def ann_settings(limit: int) -> tuple[str]:
-    return (str(ef_search(limit)),)
+def ann_settings(limit: int, configured: int | None = None) -> tuple[str]:
+    return (str(ef_search(limit, configured)),)

@@ -27,8 +27,10 @@ from powercontext.memory.ports import (
     Vector,
     VectorCandidate,
 )
-from powercontext.storage.sqlite import reads, writes
+from powercontext.storage.sqlite import fulltext, reads, writes
+from powercontext.storage.sqlite.ann import IndexOptions
 from powercontext.storage.sqlite.connections import ConnectionOptions, ConnectionPool
+from powercontext.storage.sqlite.fulltext import TermCache
 from powercontext.storage.sqlite.vectors import VectorCache
 
 T = TypeVar("T")
@@ -37,19 +39,32 @@ T = TypeVar("T")
 class SqliteMemoryStore:
     """Durable, revisioned Memory in one SQLite database. Open with `await open(path)`."""
 
-    def __init__(self, pool: ConnectionPool, target: str) -> None:
+    def __init__(
+        self, pool: ConnectionPool, target: str, index: IndexOptions | None = None
+    ) -> None:
         self._pool = pool
-        self._vectors = VectorCache()
+        self.index = index or IndexOptions()
+        if self.index.fulltext not in ("memory", "fts5"):
+            raise MemoryValidationError(f"unknown fulltext mode {self.index.fulltext!r}")
+        self._vectors = VectorCache(options=self.index)
+        self._terms = TermCache()
         self.target = target
         """The database file, or `:memory:`."""
 
     @classmethod
     async def open(
-        cls, path: str | Path, *, options: ConnectionOptions | None = None
+        cls,
+        path: str | Path,
+        *,
+        options: ConnectionOptions | None = None,
+        index: IndexOptions | None = None,
     ) -> SqliteMemoryStore:
-        """Open (creating the file and its parent directories) and migrate the schema."""
+        """Open (creating the file and its parent directories) and migrate the schema.
+
+        `index` chooses how searches run (in-memory BM25 or FTS5, HNSW or exact vectors).
+        """
         pool = await asyncio.to_thread(ConnectionPool.open, path, options or ConnectionOptions())
-        return cls(pool, pool.target)
+        return cls(pool, pool.target, index)
 
     async def __aenter__(self) -> SqliteMemoryStore:
         return self
@@ -124,8 +139,14 @@ class SqliteMemoryStore:
         wanted = [str(term) for term in terms]
         if not wanted:
             return []
+        if self.index.fulltext == "fts5":
+            return await self._read(
+                lambda conn: reads.fts5_candidates(conn, scope_id, revision, wanted, limit),
+                "searching the full-text index",
+            )
+        postings = self._terms.get(scope_id)
         return await self._read(
-            lambda conn: reads.fts_candidates(conn, scope_id, revision, wanted, limit),
+            lambda conn: fulltext.fts_candidates(postings, conn, revision, wanted, limit),
             "searching the full-text index",
         )
 

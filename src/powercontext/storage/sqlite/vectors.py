@@ -1,4 +1,4 @@
-"""Exact vector search over an in-memory matrix per (scope, embedding profile).
+"""Vector search over an in-memory matrix per (scope, embedding profile): exact, or HNSW.
 
 The stdlib sqlite3 of common Python builds cannot load vector extensions, so vectors live in
 `entry_vectors` as float32 blobs and search runs in numpy. The matrix holds every version that
@@ -6,6 +6,10 @@ has a vector, with its added/removed revisions: a search at revision r masks the
 at r, does one matrix-vector product and an argpartition. The cache refreshes incrementally
 from the database (vectors newer than the last vector_id seen, removals after the last head
 seen), so writes from other processes are picked up too.
+
+Large matrices (IndexOptions.ann_min_rows, default 20k rows) are also searched through an
+HNSW index built from the matrix on first search and kept up to date with it (ann.py); small
+ones, heavily masked old revisions, and any query the index cannot answer are exact.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import numpy.typing as npt
 
 from powercontext.memory.errors import MemoryValidationError, StorageError
 from powercontext.memory.ports import Vector, VectorCandidate
+from powercontext.storage.sqlite.ann import HnswIndex, IndexOptions
 
 NOT_REMOVED = np.iinfo(np.int64).max
 Int64Array = npt.NDArray[np.int64]
@@ -39,9 +44,14 @@ def unit(vector: Vector) -> Vector:
 class VectorMatrix:
     """The cached rows of one (scope, profile). Callers hold `lock` around refresh + use."""
 
-    def __init__(self, scope_id: str, profile_id: str) -> None:
+    def __init__(self, scope_id: str, profile_id: str, options: IndexOptions | None = None) -> None:
         self.scope_id = scope_id
         self.profile_id = profile_id
+        self.options = options or IndexOptions(ann=False)
+        self.ann: HnswIndex | None = None
+        self._replaced: set[int] = set()
+        """Rows the ANN index holds whose vector was replaced since it last caught up."""
+        self._mask: tuple[int, npt.NDArray[np.bool_]] | None = None
         self.lock = threading.Lock()
         self.dimension = 0
         self.size = 0
@@ -68,10 +78,12 @@ class VectorMatrix:
         ).fetchall()
         if rows:
             self._upsert(rows)
+            self._mask = None
         if head > self.last_head:
             if self.last_head and self.size:
                 self._apply_removals(conn)
             self.last_head = head
+            self._mask = None
 
     def _upsert(self, rows: Sequence[VectorRow]) -> None:
         dimension = len(rows[0][2]) // 4
@@ -94,6 +106,8 @@ class VectorMatrix:
                 position = self.size + fresh
                 self.row_of[row[1]] = position
                 fresh += 1
+            elif self.ann is not None and position < self.ann.count:
+                self._replaced.add(position)
             positions[index] = position
         self._reserve(self.size + fresh)
         self.size += fresh
@@ -106,10 +120,10 @@ class VectorMatrix:
     def _reserve(self, rows: int) -> None:
         if rows > self.matrix.shape[0]:
             capacity = max(1024, 2 * self.matrix.shape[0], rows)
-            self.matrix = _grow(self.matrix, capacity)
-            self.keys = _grow(self.keys, capacity)
-            self.added = _grow(self.added, capacity)
-            self.removed = _grow(self.removed, capacity)
+            self.matrix = grow(self.matrix, capacity)
+            self.keys = grow(self.keys, capacity)
+            self.added = grow(self.added, capacity)
+            self.removed = grow(self.removed, capacity)
 
     def _apply_removals(self, conn: sqlite3.Connection) -> None:
         for key, removed in conn.execute(
@@ -122,9 +136,10 @@ class VectorMatrix:
                 self.removed[position] = int(removed)
 
     def _active(self, revision: int) -> npt.NDArray[np.bool_]:
-        n = self.size
-        mask: npt.NDArray[np.bool_] = (self.added[:n] <= revision) & (self.removed[:n] > revision)
-        return mask
+        if self._mask is None or self._mask[0] != revision:
+            n = self.size
+            self._mask = (revision, (self.added[:n] <= revision) & (self.removed[:n] > revision))
+        return self._mask[1]
 
     def active_count(self, revision: int) -> int:
         return int(np.count_nonzero(self._active(revision)))
@@ -138,9 +153,43 @@ class VectorMatrix:
                 f"query vector has {q.shape[0]} dimensions; profile {self.profile_id!r} "
                 f"stores {self.dimension}"
             )
-        rows = np.flatnonzero(self._active(revision))
-        if rows.size == 0:
+        active = self._active(revision)
+        count = int(np.count_nonzero(active))
+        if count == 0:
             return []
+        rows = None
+        if self._use_ann(count):
+            index = self._catch_up_ann()
+            rows = index.query(q, min(limit, count), active)
+        if rows is None:
+            return self._exact(active, q, limit)
+        similarities = np.einsum("ij,j->i", self.matrix[rows], q)
+        return self._ranked(rows, similarities)
+
+    def _use_ann(self, active_count: int) -> bool:
+        # Under half of the rows active: a filtered walk would visit mostly dead nodes.
+        return (
+            self.options.ann_available()
+            and self.size >= self.options.ann_min_rows
+            and 2 * active_count >= self.size
+        )
+
+    def _catch_up_ann(self) -> HnswIndex:
+        """Build the index on first use, then add new rows and replaced vectors."""
+        if self.ann is None:
+            self.ann = HnswIndex(self.dimension, self.options)
+            self._replaced.clear()
+        index = self.ann
+        pending = np.arange(index.count, self.size, dtype=np.int64)
+        if self._replaced:
+            replaced = np.fromiter(self._replaced, dtype=np.int64, count=len(self._replaced))
+            pending = np.concatenate((replaced, pending))
+            self._replaced.clear()
+        index.add(self.matrix, pending)
+        return index
+
+    def _exact(self, active: npt.NDArray[np.bool_], q: Vector, limit: int) -> list[VectorCandidate]:
+        rows = np.flatnonzero(active)
         # einsum runs numpy's own single-threaded loop. A BLAS matrix-vector product spreads
         # over threads and, on a loaded machine, its p90 latency was 10-30x its median.
         similarities = np.einsum("ij,j->i", self.matrix[: self.size], q)
@@ -148,16 +197,18 @@ class VectorMatrix:
         take = min(limit, rows.size)
         if take < rows.size:
             best = np.argpartition(-candidates, take - 1)[:take]
-        else:
-            best = np.arange(rows.size)
-        keys = self.keys[rows[best]]
-        order = np.lexsort((keys, -candidates[best]))  # best first; ties by key
-        return [
-            VectorCandidate(key=int(keys[i]), similarity=float(candidates[best[i]])) for i in order
-        ]
+            return self._ranked(rows[best], candidates[best])
+        return self._ranked(rows, candidates)
+
+    def _ranked(
+        self, rows: npt.NDArray[np.int64], similarities: npt.NDArray[np.float32]
+    ) -> list[VectorCandidate]:
+        keys = self.keys[rows]
+        order = np.lexsort((keys, -similarities))  # best first; ties by key
+        return [VectorCandidate(key=int(keys[i]), similarity=float(similarities[i])) for i in order]
 
 
-def _grow(array: npt.NDArray[G], capacity: int) -> npt.NDArray[G]:
+def grow(array: npt.NDArray[G], capacity: int) -> npt.NDArray[G]:
     grown: npt.NDArray[G] = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
     grown[: array.shape[0]] = array
     return grown
@@ -166,8 +217,9 @@ def _grow(array: npt.NDArray[G], capacity: int) -> npt.NDArray[G]:
 class VectorCache:
     """Matrices by (scope, profile), least recently used evicted beyond `max_matrices`."""
 
-    def __init__(self, max_matrices: int = 64) -> None:
+    def __init__(self, max_matrices: int = 64, options: IndexOptions | None = None) -> None:
         self._max = max_matrices
+        self._options = options or IndexOptions()
         self._matrices: OrderedDict[tuple[str, str], VectorMatrix] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -175,7 +227,7 @@ class VectorCache:
         with self._lock:
             matrix = self._matrices.get((scope_id, profile_id))
             if matrix is None:
-                matrix = VectorMatrix(scope_id, profile_id)
+                matrix = VectorMatrix(scope_id, profile_id, self._options)
                 self._matrices[(scope_id, profile_id)] = matrix
             self._matrices.move_to_end((scope_id, profile_id))
             while len(self._matrices) > self._max:

@@ -1,0 +1,142 @@
+"""The synthetic corpus every search benchmark shares: same texts, vectors and queries.
+
+Texts are 8-24 words drawn Zipf-like from a 30k-word pseudo-English vocabulary, so a few words
+are as common as "the" and most are rare, which is what makes full-text scoring expensive.
+Vectors are a pure function of the text (the hashing embedder: feature hashing of analyzer
+tokens, 384 dimensions, unit length), so every system under test gets bit-identical vectors
+and query embedding costs nothing in the timed path. Queries mix two words of a stored entry
+with two very common words and one random word, like an agent's natural-language question.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from powercontext.inference.embeddings.hashing import HashingEmbedder
+from powercontext.memory.models import EmbeddingProfile
+
+DIMENSION = 384
+VOCABULARY = 30_000
+RESULTS = Path(__file__).resolve().parent / "results"
+_SYLLABLES = [c + v for c in "bcdfghjklmnprstvwz" for v in "aeiou"] + ["an", "er", "in", "on"]
+
+
+def vocabulary(size: int = VOCABULARY, seed: int = 11) -> list[str]:
+    rng = np.random.default_rng(seed)
+    words: dict[str, None] = {}
+    while len(words) < size:
+        parts = rng.integers(0, len(_SYLLABLES), size=int(rng.integers(1, 5)))
+        words["".join(_SYLLABLES[p] for p in parts)] = None
+    return list(words)
+
+
+def texts(count: int, seed: int = 0) -> list[str]:
+    rng = np.random.default_rng(seed)
+    words = vocabulary()
+    lengths = rng.integers(8, 25, size=count)
+    ranks = (rng.zipf(1.1, size=int(lengths.sum())) - 1) % len(words)
+    out: list[str] = []
+    start = 0
+    for length in lengths.tolist():
+        out.append(" ".join(words[r] for r in ranks[start : start + length].tolist()))
+        start += length
+    return out
+
+
+def queries(corpus: Sequence[str], count: int, seed: int = 1) -> list[str]:
+    rng = np.random.default_rng(seed)
+    words = vocabulary()
+    out = []
+    for index in rng.integers(0, len(corpus), size=count).tolist():
+        own = corpus[index].split()
+        picked = [own[int(i)] for i in rng.integers(0, len(own), size=2)]
+        picked += [words[int(i)] for i in rng.integers(0, 20, size=2)]  # very common
+        picked.append(words[int(rng.integers(0, len(words)))])
+        rng.shuffle(picked)
+        out.append(" ".join(picked))
+    return out
+
+
+def embed(items: Sequence[str], batch: int = 20_000) -> npt.NDArray[np.float32]:
+    embedder = HashingEmbedder(DIMENSION)
+    parts = [embedder.embed_sync(items[i : i + batch]) for i in range(0, len(items), batch)]
+    return np.concatenate(parts) if parts else np.zeros((0, DIMENSION), dtype=np.float32)
+
+
+class PrecomputedEmbedder:
+    """An EmbeddingModel port that looks vectors up, so the timed path pays no embedding.
+
+    The vectors are the hashing embedder's, computed before timing starts; its profile is the
+    hashing embedder's profile.
+    """
+
+    def __init__(self, items: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
+        self.profile: EmbeddingProfile = HashingEmbedder(DIMENSION).profile
+        self._vectors = dict(zip(items, vectors, strict=True))
+
+    async def embed_documents(self, items: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+        return [self._vectors[text] for text in items]
+
+    async def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        return self._vectors[text]
+
+
+@dataclass(frozen=True)
+class Corpus:
+    texts: list[str]
+    vectors: npt.NDArray[np.float32]
+    queries: list[str]
+    query_vectors: npt.NDArray[np.float32]
+
+    def embedder(self) -> PrecomputedEmbedder:
+        return PrecomputedEmbedder(
+            [*self.texts, *self.queries], np.concatenate((self.vectors, self.query_vectors))
+        )
+
+
+def build(count: int, query_count: int) -> Corpus:
+    corpus = texts(count)
+    asked = queries(corpus, query_count)
+    return Corpus(corpus, embed(corpus), asked, embed(asked))
+
+
+def exact_top(
+    vectors: npt.NDArray[np.float32], query: npt.NDArray[np.float32], k: int
+) -> npt.NDArray[np.int64]:
+    """Row indices of the exact k nearest by inner product (the ground truth for recall)."""
+    similarities = np.einsum("ij,j->i", vectors, query)
+    best = np.argpartition(-similarities, k - 1)[:k]
+    ordered: npt.NDArray[np.int64] = best[np.argsort(-similarities[best], kind="stable")]
+    return ordered
+
+
+def percentiles(samples_ms: Sequence[float]) -> dict[str, float]:
+    values = np.asarray(samples_ms, dtype=np.float64)
+    return {
+        "p50_ms": round(float(np.percentile(values, 50)), 3),
+        "p95_ms": round(float(np.percentile(values, 95)), 3),
+        "p99_ms": round(float(np.percentile(values, 99)), 3),
+        "mean_ms": round(float(values.mean()), 3),
+        "samples": int(values.size),
+    }
+
+
+def peak_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }

@@ -1,0 +1,162 @@
+"""The embedded store's in-memory search structures: BM25 postings and the HNSW index.
+
+Both are caches of the database; these tests check they agree with the SQL path and with
+exact search, honour the revision being read, and pick up writes of another store instance
+(another process, as far as the cache can tell).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from powercontext.memory.ports import NewVersion, PlannedChange, StoredVersion
+from powercontext.memory.search.analyze import index_tokens
+from powercontext.storage.sqlite import IndexOptions, SqliteMemoryStore
+
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
+
+
+def _add(i: int, text: str) -> PlannedChange:
+    return PlannedChange(
+        op="add",
+        new=NewVersion(
+            entry_id=f"e{i}",
+            entry_version_id=f"v{i}",
+            version=1,
+            kind="fact",
+            text=text,
+            metadata={},
+            index_tokens=index_tokens(text),
+        ),
+    )
+
+
+def _retire(version: StoredVersion) -> PlannedChange:
+    return PlannedChange(op="retire", previous_entry_version_id=version.entry_version_id)
+
+
+def _texts(count: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, size=int(rng.integers(2, 9)))) for _ in range(count)]
+
+
+def _units(count: int, seed: int, dimension: int = 32) -> npt.NDArray[np.float32]:
+    matrix = np.random.default_rng(seed).standard_normal((count, dimension)).astype(np.float32)
+    units: npt.NDArray[np.float32] = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    return units
+
+
+async def test_memory_bm25_returns_what_fts5_matches(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite3"
+    memory = await SqliteMemoryStore.open(path)
+    sql = await SqliteMemoryStore.open(path, index=IndexOptions(fulltext="fts5"))
+    try:
+        texts = _texts(400, seed=3)
+        result = await memory.commit("s", None, [_add(i, t) for i, t in enumerate(texts)])
+        await memory.commit(
+            "s",
+            1,
+            [_retire(v) for v in (await memory.list_versions("s", 1, after_key=None, limit=50))],
+        )
+        for revision in (1, 2):
+            for terms in (["golf"], ["alpha", "hotel"], ["india", "echo", "bravo"]):
+                ours = await memory.fts_candidates("s", revision, terms, limit=1000)
+                theirs = await sql.fts_candidates("s", revision, terms, limit=1000)
+                assert {c.key for c in ours} == {c.key for c in theirs}
+                assert [c.score for c in ours] == sorted((c.score for c in ours), reverse=True)
+                for candidate in ours:
+                    assert candidate.tokens & set(terms)
+        retired = set(result.keys[:50])
+        assert not retired & {c.key for c in await memory.fts_candidates("s", 2, WORDS, limit=1000)}
+        assert retired <= {c.key for c in await memory.fts_candidates("s", 1, WORDS, limit=1000)}
+    finally:
+        await memory.close()
+        await sql.close()
+
+
+async def test_postings_pick_up_another_store_s_writes(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite3"
+    reader = await SqliteMemoryStore.open(path)
+    writer = await SqliteMemoryStore.open(path)
+    try:
+        first = await writer.commit("s", None, [_add(0, "quiet harbor")])
+        assert [c.key for c in await reader.fts_candidates("s", 1, ["harbor"], limit=5)] == list(
+            first.keys
+        )
+        second = await writer.commit("s", 1, [_add(1, "harbor harbor storm")])
+        (version,) = (await writer.fetch_versions("s", first.keys)).values()
+        await writer.commit("s", 2, [_retire(version)])
+        at3 = await reader.fts_candidates("s", 3, ["harbor"], limit=5)
+        assert [c.key for c in at3] == list(second.keys)
+        at2 = await reader.fts_candidates("s", 2, ["harbor"], limit=5)
+        assert [c.key for c in at2] == [second.keys[0], first.keys[0]]  # higher tf first
+    finally:
+        await reader.close()
+        await writer.close()
+
+
+async def _with_vectors(path: Path, count: int, options: IndexOptions) -> SqliteMemoryStore:
+    store = await SqliteMemoryStore.open(path, index=options)
+    result = await store.commit("s", None, [_add(i, f"row {i}") for i in range(count)])
+    await store.put_vectors("s", "p", list(zip(result.keys, _units(count, 5), strict=True)))
+    return store
+
+
+async def test_hnsw_agrees_with_exact_search_and_honours_revisions(tmp_path: Path) -> None:
+    path = tmp_path / "v.sqlite3"
+    ann = await _with_vectors(path, 3000, IndexOptions(ann_min_rows=1000))
+    exact = await SqliteMemoryStore.open(path, index=IndexOptions(ann=False))
+    try:
+        queries = _units(20, 9)
+        overlap = 0
+        for query in queries:
+            approximate = await ann.vector_candidates("s", 1, "p", query, limit=30)
+            truth = await exact.vector_candidates("s", 1, "p", query, limit=30)
+            overlap += len({c.key for c in approximate} & {c.key for c in truth})
+            sims = [c.similarity for c in approximate]
+            assert sims == sorted(sims, reverse=True)
+        assert overlap / (30 * len(queries)) >= 0.95
+        assert ann._vectors.get("s", "p").ann is not None  # the index was really used
+
+        # Retire the best hits of the first query: the head never returns them, revision 1 may.
+        best = await exact.vector_candidates("s", 1, "p", queries[0], limit=40)
+        versions = await ann.fetch_versions("s", [c.key for c in best])
+        await ann.commit("s", 1, [_retire(v) for v in versions.values()])
+        gone = {c.key for c in best}
+        at_head = await ann.vector_candidates("s", 2, "p", queries[0], limit=30)
+        assert len(at_head) == 30 and not gone & {c.key for c in at_head}
+        at_one = await ann.vector_candidates("s", 1, "p", queries[0], limit=30)
+        assert len({c.key for c in at_one} & gone) >= 28
+    finally:
+        await ann.close()
+        await exact.close()
+
+
+async def test_hnsw_sees_replaced_vectors_and_heavy_masking_falls_back(tmp_path: Path) -> None:
+    path = tmp_path / "v.sqlite3"
+    store = await _with_vectors(path, 2000, IndexOptions(ann_min_rows=1000, overfetch_limit=8))
+    try:
+        target = _units(1, 42)[0]
+        assert (await store.vector_candidates("s", 1, "p", target, limit=1))[0].similarity < 0.9
+        await store.put_vectors("s", "p", [(1500, target)])
+        (top,) = await store.vector_candidates("s", 1, "p", target, limit=1)
+        assert top.key == 1500 and top.similarity > 0.999
+
+        # 100 inactive rows, over the overfetch limit of 8: a filtered walk.
+        first = await store.list_versions("s", 1, after_key=None, limit=100)
+        await store.commit("s", 1, [_retire(v) for v in first])
+        found = await store.vector_candidates("s", 2, "p", target, limit=50)
+        assert found[0].key == 1500 and len(found) == 50
+        assert not {v.key for v in first} & {c.key for c in found}
+
+        # 1,200 of 2,000 rows retired: under half active, so the search is exact.
+        more = await store.list_versions("s", 2, after_key=100, limit=1100)
+        await store.commit("s", 2, [_retire(v) for v in more])
+        retired = {v.key for v in [*first, *more]} - {1500}
+        found = await store.vector_candidates("s", 3, "p", target, limit=100)
+        assert len(found) == 100 and not retired & {c.key for c in found}
+    finally:
+        await store.close()
