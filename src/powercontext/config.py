@@ -46,8 +46,42 @@ class RuntimeConfig(_Group):
     analyzer_language: str | None = "english"
     """Snowball stemmer language (`none` disables stemming)."""
     analyzer_drop_query_stopwords: bool = False
+    analyzer_strip_clitics: bool = False
+    """English and porter analyzers: drop 's, 't, 're, 've, 'll, 'd, 'm after an apostrophe
+    in entries and queries alike (new writes; older entries keep their tokens)."""
     max_batch_entries: int = Field(default=50_000, ge=1, le=1_000_000)
     embedding_batch_size: int = Field(default=64, ge=1, le=4096)
+    index_template: str = "{text}"
+    """What the search channels index per entry: {text}, {kind} and {metadata[KEY]}, for
+    example `{text}\n{metadata[date]}`. Missing keys render as nothing; stored text is never
+    changed. Applies to writes after the change (old entries keep their index)."""
+    index_context_before: int = Field(default=0, ge=0, le=16)
+    """Contextual indexing: neighbouring entries of the same write batch (and group) before
+    each entry that the channels see with it; 0 with `after` 0 turns it off."""
+    index_context_after: int = Field(default=0, ge=0, le=16)
+    index_context_group_key: str | None = None
+    """Metadata key that groups neighbours (a conversation, session or document id); unset:
+    the whole batch is one sequence."""
+    index_context_fts: bool = True
+    """With context on: add the neighbours' words to the full-text index."""
+    index_context_vector: bool = True
+    """With context on: mix the neighbourhood's vector into the entry's vector."""
+    index_context_neighbour_chars: int = Field(default=512, ge=1, le=65_536)
+
+    @field_validator("index_template")
+    @classmethod
+    def _valid_template(cls, value: str) -> str:
+        from powercontext.memory.search.templates import validate_template
+
+        # Environment values cannot carry a newline easily: accept the two-character `\n`.
+        return validate_template(value.replace("\\n", "\n"))
+
+    @field_validator("index_context_group_key", mode="before")
+    @classmethod
+    def _blank_group_key(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
 
     @field_validator("analyzer_language", mode="before")
     @classmethod

@@ -14,6 +14,7 @@ from powercontext.config import ServerSettings, env_name
 from powercontext.memory.errors import ConfigurationError
 from powercontext.memory.ports import EmbeddingModel, MemoryReranker, MemoryStore
 from powercontext.memory.search.analyze import AnalyzerConfig
+from powercontext.memory.search.context import IndexTextConfig
 from powercontext.memory.service import MemoryService, SearchConfig, SearchObserver
 
 log = logging.getLogger("powercontext.runtime")
@@ -61,9 +62,19 @@ def search_config(settings: ServerSettings) -> SearchConfig:
         analyzer=AnalyzerConfig(
             language=runtime.analyzer_language,
             drop_query_stopwords=runtime.analyzer_drop_query_stopwords,
+            strip_clitics=runtime.analyzer_strip_clitics,
         ),
         max_batch_entries=runtime.max_batch_entries,
         embedding_batch_size=runtime.embedding_batch_size,
+        index=IndexTextConfig(
+            template=runtime.index_template,
+            context_before=runtime.index_context_before,
+            context_after=runtime.index_context_after,
+            context_group_key=runtime.index_context_group_key,
+            context_fts=runtime.index_context_fts,
+            context_vector=runtime.index_context_vector,
+            context_neighbour_chars=runtime.index_context_neighbour_chars,
+        ),
     )
 
 

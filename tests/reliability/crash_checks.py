@@ -143,7 +143,7 @@ def _postgres_snapshot(url: str, scope_id: str) -> Snapshot:
             if snapshot.versions[vid][2] is None:
                 df.update(set(terms))
                 lexemes += len(set(terms))
-        stored = dict(
+        stored: dict[str, int] = dict(
             conn.execute(
                 "SELECT term, df FROM term_stats WHERE scope_id = %s AND df > 0", (scope_id,)
             ).fetchall()
@@ -268,10 +268,10 @@ def _matches(snap: Snapshot, intent: dict[str, Any], revision: int) -> bool:
     if any(op != ops[intent["op"]] for op, _, _, _ in written):
         return False
     if intent["op"] == "remember":
-        return texts == intent["texts"]
+        return bool(texts == intent["texts"])
     if len(written) != 1 or written[0][3] != intent["previous"]:
         return False
-    return intent["op"] == "retire" or texts == intent["texts"]
+    return bool(intent["op"] == "retire" or texts == intent["texts"])
 
 
 def check(url: str, scope_id: str, journals: Path) -> dict[str, Any]:

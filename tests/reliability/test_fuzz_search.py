@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,10 +19,12 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from powercontext import open_runtime
+from powercontext.config import DatabaseConfig, InferenceConfig, ServerSettings
 from powercontext.memory import MemoryValidationError, RememberMemoryRequest, SearchMemoryRequest
 from powercontext.memory.models import normalize_text
 from powercontext.memory.search.analyze import query_terms
 from powercontext.runtime import Runtime
+from tests import pg_server
 from tests.integration.conftest import sqlite_settings
 
 PUNCTUATION = "!?.,;:'\"*()^-+~`<>{}[]|\\/@#$%&=_"
@@ -47,12 +48,14 @@ SEEDED = [
 
 
 class Store:
-    """One runtime on a real SQLite file, kept open on its own event loop for a module."""
+    """One runtime on a real store, kept open on its own event loop for a module."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, settings: ServerSettings) -> None:
         self.runner = asyncio.Runner()
-        self._context = open_runtime(sqlite_settings(path))
+        self._context = open_runtime(settings)
         self.runtime: Runtime = self.runner.run(self._context.__aenter__())
+        memory = self.runtime.memory.for_scope("seeded")
+        self.run(memory.remember_many([RememberMemoryRequest(text=t) for t in SEEDED]))
 
     def run(self, coroutine: Any) -> Any:
         return self.runner.run(coroutine)
@@ -64,30 +67,59 @@ class Store:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    opened = Store(tmp_path_factory.mktemp("fuzz") / "fuzz.db")
-    memory = opened.runtime.memory.for_scope("seeded")
-    opened.run(memory.remember_many([RememberMemoryRequest(text=t) for t in SEEDED]))
+    opened = Store(sqlite_settings(tmp_path_factory.mktemp("fuzz") / "fuzz.db"))
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def pg_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    workdir = tmp_path_factory.mktemp("fuzz-pg")
+    url = asyncio.run(pg_server.database_url(workdir))
+    opened = Store(
+        ServerSettings(
+            database=DatabaseConfig(url=url), inference=InferenceConfig(embedding_model="none")
+        )
+    )
     yield opened
     opened.close()
 
 
 OUTCOMES: dict[str, int] = {}
-
-
-@settings(
-    max_examples=400,
+FUZZ = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(query=hostile, limit=st.integers(min_value=1, max_value=100))
-@example(query="nul \x00 inside", limit=10)
-@example(query="lone \ud800 surrogate", limit=10)
-@example(query="\udfff", limit=1)
-@example(query=(PUNCTUATION * 300)[:8192], limit=100)
-@example(query=("." * 8193), limit=10)
-@example(query="Ελληνικά русский 中文 العربية हिन्दी 😀 deploy", limit=10)
-@example(query='NEAR("deploy" review) OR col:* AND -x ^y', limit=10)
-def test_any_query_gives_a_page_or_a_validation_error(store: Store, query: str, limit: int) -> None:
+QUERY_EXAMPLES = [
+    ("nul \x00 inside", 10),
+    ("lone \ud800 surrogate", 10),
+    ("\udfff", 1),
+    ((PUNCTUATION * 300)[:8192], 100),
+    ("." * 8193, 10),
+    ("Ελληνικά русский 中文 العربية हिन्दी 😀 deploy", 10),
+    ('NEAR("deploy" review) OR col:* AND -x ^y', 10),
+    ("back\\slash 'quote' ''double'' :* & | ! <-> (a)", 10),
+]
+TEXT_EXAMPLES = [
+    "Ελληνικά русский 中文 العربية हिन्दी 한국어 😀 ǅemal ß İstanbul",
+    "ｆｕｌｌｗｉｄｔｈ ﬁ ﬀ Ⅻ ① ²  e\u0301 combining",
+    "词" * 2730,
+    " ".join(f"w{i}" for i in range(1600)),
+    "back\\slash 'quote' ''double'' :* & | ! <-> (a)",
+]
+
+
+def with_examples(name: str, examples: list[Any]) -> Any:
+    def apply(test: Any) -> Any:
+        for case in examples:
+            named = {"query": case[0], "limit": case[1]} if name == "query" else {"text": case}
+            test = example(**named)(test)
+        return test
+
+    return apply
+
+
+def check_query(store: Store, query: str, limit: int) -> None:
     memory = store.runtime.memory.for_scope("seeded")
     try:
         request = SearchMemoryRequest(query=query, limit=limit, mode="auto")
@@ -105,30 +137,7 @@ def test_any_query_gives_a_page_or_a_validation_error(store: Store, query: str, 
     assert {hit.text for hit in page.hits} <= set(SEEDED)
 
 
-def _unencodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _blank_or_long(text: str) -> bool:
-    normal = normalize_text(text)
-    return not normal or len(normal.encode("utf-8")) > 8192
-
-
-@settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(text=hostile)
-@example(text="Ελληνικά русский 中文 العربية हिन्दी 한국어 😀 ǅemal ß İstanbul")
-@example(text="ｆｕｌｌｗｉｄｔｈ ﬁ ﬀ Ⅻ ① ²  e\u0301 combining")
-@example(text=("词" * 2730))
-@example(text=" ".join(f"w{i}" for i in range(1600)))
-def test_any_accepted_text_is_stored_exactly_and_found_by_itself(store: Store, text: str) -> None:
+def check_round_trip(store: Store, text: str) -> None:
     memory = store.runtime.memory.for_scope(f"round-trip-{uuid.uuid4().hex}")
     try:
         request = RememberMemoryRequest(text=text)
@@ -144,6 +153,53 @@ def test_any_accepted_text_is_stored_exactly_and_found_by_itself(store: Store, t
         assert entry.entry_version_id in {hit.entry_version_id for hit in page.hits}
     else:  # nothing to match on (only punctuation, emoji, marks): an empty page, no error
         assert page.hits == ()
+
+
+@settings(FUZZ, max_examples=400)
+@given(query=hostile, limit=st.integers(min_value=1, max_value=100))
+@with_examples("query", QUERY_EXAMPLES)
+def test_any_query_gives_a_page_or_a_validation_error(store: Store, query: str, limit: int) -> None:
+    check_query(store, query, limit)
+
+
+@settings(FUZZ, max_examples=150)
+@given(text=hostile)
+@with_examples("text", TEXT_EXAMPLES)
+def test_any_accepted_text_is_stored_exactly_and_found_by_itself(store: Store, text: str) -> None:
+    check_round_trip(store, text)
+
+
+@pytest.mark.postgres
+@settings(FUZZ, max_examples=120)
+@given(query=hostile, limit=st.integers(min_value=1, max_value=100))
+@with_examples("query", QUERY_EXAMPLES)
+def test_postgres_any_query_gives_a_page_or_a_validation_error(
+    pg_store: Store, query: str, limit: int
+) -> None:
+    check_query(pg_store, query, limit)
+
+
+@pytest.mark.postgres
+@settings(FUZZ, max_examples=60)
+@given(text=hostile)
+@with_examples("text", TEXT_EXAMPLES)
+def test_postgres_any_accepted_text_is_stored_exactly_and_found_by_itself(
+    pg_store: Store, text: str
+) -> None:
+    check_round_trip(pg_store, text)
+
+
+def _unencodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _blank_or_long(text: str) -> bool:
+    normal = normalize_text(text)
+    return not normal or len(normal.encode("utf-8")) > 8192
 
 
 def test_both_outcomes_were_exercised() -> None:

@@ -29,7 +29,7 @@ from tests.fakes.openai_server import (
     tool_call,
 )
 from tests.http import test_auth
-from tests.http.conftest import Served
+from tests.http.conftest import KEY_A, KEY_B, Served
 from tests.http.live import live_server
 from tests.reliability.test_provider_faults import openai_reranker
 
@@ -55,9 +55,9 @@ def test_the_auth_matrix_covers_every_memory_route() -> None:
 
 
 def test_a_scoped_key_reads_nothing_of_other_scopes_anywhere(auth_server: Served) -> None:
-    with auth_server.client(test_auth.KEY_B) as owner:
+    with auth_server.client(KEY_B) as owner:
         owner.post("/v1/memory/remember", json={"scope_id": "scope-b", "text": TEXT_MARKER})
-    with auth_server.client(test_auth.KEY_A) as other:
+    with auth_server.client(KEY_A) as other:
         for route in test_auth.ROUTES:
             response = other.post(f"/v1/memory/{route}", json=test_auth._body(route, "scope-b"))
             assert response.status_code == 403 and "zq7marker" not in response.text

@@ -2,6 +2,12 @@
 
 A failed embedding leaves the vector pending; `auto` search stays on fts for that scope until
 `reindex` fills the gap, and explicit vector modes say so instead of degrading.
+
+What is embedded comes from `search.context`: the entry's template-rendered text and, with
+contextual indexing, its neighbourhood in the batch that wrote it. `reindex` rebuilds that
+batch from the store (the versions one revision added, ascending by key), so a vector
+filled in later is the vector the write would have stored; a neighbour retired since is
+left out, because reindex sees the batch as it stands at the head.
 """
 
 from __future__ import annotations
@@ -9,29 +15,58 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from powercontext.memory.errors import CapabilityNotSupportedError
-from powercontext.memory.ports import EmbeddingModel, MemoryStore, NewVersion
+from powercontext.memory.ports import EmbeddingModel, MemoryStore, NewVersion, StoredVersion, Vector
+from powercontext.memory.search.context import IndexSource, IndexTextConfig, embedding_inputs
 from powercontext.memory.vectors import unit_vector
 
 log = logging.getLogger("powercontext.memory")
 
 ProgressCallback = Callable[[int, int], None]
 _REINDEX_PAGE = 1024
+_REINDEX_ROUND = 50_000
+"""Missing vectors handled per pass over the scope when context must be rebuilt."""
+
+EmbeddingItem = tuple[int, tuple[str, ...]]
+
+
+def _source(version: NewVersion | StoredVersion) -> IndexSource:
+    return IndexSource(kind=version.kind, text=version.text, metadata=version.metadata)
+
+
+def _unit_mean(parts: Sequence[Vector]) -> Vector:
+    total: Vector = np.sum(np.stack(parts), axis=0, dtype=np.float32)
+    norm = float(np.linalg.norm(total))
+    return total / norm if norm > 0 else parts[0]
 
 
 class VectorIndexer:
     def __init__(
-        self, store: MemoryStore, embedder: EmbeddingModel | None, batch_size: int
+        self,
+        store: MemoryStore,
+        embedder: EmbeddingModel | None,
+        batch_size: int,
+        index: IndexTextConfig | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.batch_size = batch_size
+        self.index = index or IndexTextConfig()
+
+    def _items(
+        self, keyed: Sequence[tuple[int, NewVersion | StoredVersion]]
+    ) -> list[EmbeddingItem]:
+        """Embedding inputs of one batch (the versions one revision added, in order)."""
+        inputs = embedding_inputs([_source(version) for _, version in keyed], self.index)
+        return [(key, texts) for (key, _), texts in zip(keyed, inputs, strict=True)]
 
     async def embed_new(self, scope_id: str, items: Sequence[tuple[int, NewVersion]]) -> int:
         """Embed freshly committed versions; returns how many vectors are still pending."""
         if self.embedder is None or not items:
             return 0
-        texts = [(key, new.text) for key, new in items]
+        work = self._items(items)
         done = 0
 
         def count(finished: int, _total: int) -> None:
@@ -39,19 +74,19 @@ class VectorIndexer:
             done = finished
 
         try:
-            await self._embed_and_store(scope_id, texts, count)
+            await self._embed_and_store(scope_id, work, count)
         except Exception as exc:  # any provider failure: the text write stands
             log.warning(
                 "embedding failed after commit; %d vectors pending (%s)",
-                len(texts) - done,
+                len(work) - done,
                 type(exc).__name__,
             )
-        return len(texts) - done
+        return len(work) - done
 
     async def _embed_and_store(
         self,
         scope_id: str,
-        items: Sequence[tuple[int, str]],
+        items: Sequence[EmbeddingItem],
         progress: ProgressCallback,
         *,
         start: int = 0,
@@ -62,17 +97,20 @@ class VectorIndexer:
         done = 0
         for offset in range(0, len(items), self.batch_size):
             batch = items[offset : offset + self.batch_size]
-            vectors = await self.embedder.embed_documents([text for _, text in batch])
-            if len(vectors) != len(batch):
+            flat = [text for _, texts in batch for text in texts]
+            vectors = await self.embedder.embed_documents(flat)
+            if len(vectors) != len(flat):
                 raise ValueError("the embedding model returned a different number of vectors")
-            await self.store.put_vectors(
-                scope_id,
-                profile.profile_id,
-                [
-                    (key, unit_vector(vector, profile.dimension))
-                    for (key, _), vector in zip(batch, vectors, strict=True)
-                ],
-            )
+            stored: list[tuple[int, Vector]] = []
+            cursor = 0
+            for key, texts in batch:
+                parts = [
+                    unit_vector(vector, profile.dimension)
+                    for vector in vectors[cursor : cursor + len(texts)]
+                ]
+                cursor += len(texts)
+                stored.append((key, parts[0] if len(parts) == 1 else _unit_mean(parts)))
+            await self.store.put_vectors(scope_id, profile.profile_id, stored)
             done += len(batch)
             progress(start + done, total if total is not None else len(items))
         return done
@@ -94,18 +132,51 @@ class VectorIndexer:
                 "reindex needs an embedding model; configure "
                 "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL"
             )
+        report = progress or (lambda _done, _total: None)
         total = await self.pending(scope_id)
         done = 0
+        contextual = self.index.contextual and self.index.context_vector
         while True:
-            batch = await self.store.versions_missing_vectors(
-                scope_id, self.embedder.profile.profile_id, limit=_REINDEX_PAGE
+            page = _REINDEX_ROUND if contextual else _REINDEX_PAGE
+            missing = await self.store.versions_missing_vectors(
+                scope_id, self.embedder.profile.profile_id, limit=page
             )
-            if not batch:
+            if not missing:
                 return done
+            work = await self._contextual_items(scope_id, missing) if contextual else []
+            if not work:  # no context to rebuild, or the batch moved on under us
+                work = self._items([(v.key, v) for v in missing])
             done += await self._embed_and_store(
-                scope_id,
-                [(v.key, v.text) for v in batch],
-                progress or (lambda _done, _total: None),
-                start=done,
-                total=max(total, done + len(batch)),
+                scope_id, work, report, start=done, total=max(total, done + len(work))
             )
+
+    async def _contextual_items(
+        self, scope_id: str, missing: Sequence[StoredVersion]
+    ) -> list[EmbeddingItem]:
+        """Embedding inputs of `missing`, each built within its whole write batch.
+
+        One pass over the scope's active versions collects the batch peers (same added
+        revision) of every missing version; each batch is then rendered as the write did.
+        """
+        wanted = {v.key for v in missing}
+        revisions = {v.added_revision for v in missing}
+        head = await self.store.head(scope_id)
+        batches: dict[int, list[StoredVersion]] = {}
+        after: int | None = None
+        while head is not None:
+            rows = await self.store.list_versions(
+                scope_id, head, after_key=after, limit=_REINDEX_PAGE
+            )
+            if not rows:
+                break
+            for row in rows:
+                if row.added_revision in revisions:
+                    batches.setdefault(row.added_revision, []).append(row)
+            after = rows[-1].key
+        work: list[EmbeddingItem] = []
+        for revision in sorted(batches):
+            peers = sorted(batches[revision], key=lambda version: version.key)
+            work.extend(
+                item for item in self._items([(v.key, v) for v in peers]) if item[0] in wanted
+            )
+        return work

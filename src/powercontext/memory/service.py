@@ -42,7 +42,8 @@ from powercontext.memory.ports import (
     StoredVersion,
 )
 from powercontext.memory.scoped import ScopedMemory, validate_scope_id
-from powercontext.memory.search.analyze import AnalyzerConfig, index_tokens
+from powercontext.memory.search.analyze import AnalyzerConfig
+from powercontext.memory.search.context import IndexSource, IndexTextConfig, fts_tokens
 from powercontext.memory.searching import run_search
 
 Planner = Callable[[], Awaitable[list[PlannedChange]]]
@@ -59,6 +60,8 @@ class SearchConfig:
     analyzer: AnalyzerConfig = field(default_factory=AnalyzerConfig)
     max_batch_entries: int = 50_000
     embedding_batch_size: int = 64
+    index: IndexTextConfig = field(default_factory=IndexTextConfig)
+    """What the channels index per entry: template and contextual neighbours."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +111,9 @@ class MemoryService:
         self.config = config or SearchConfig()
         self._observer = observer
         self._locks: dict[str, asyncio.Lock] = {}
-        self.indexer = VectorIndexer(store, embedder, self.config.embedding_batch_size)
+        self.indexer = VectorIndexer(
+            store, embedder, self.config.embedding_batch_size, self.config.index
+        )
 
     def for_scope(self, scope_id: str) -> ScopedMemory:
         return ScopedMemory(self, validate_scope_id(scope_id))
@@ -119,8 +124,18 @@ class MemoryService:
     # ---- writes ---------------------------------------------------------------------------
 
     def _new_version(
-        self, entry_id: str, version: int, kind: str, text: str, metadata: dict[str, object]
+        self,
+        entry_id: str,
+        version: int,
+        kind: str,
+        text: str,
+        metadata: dict[str, object],
+        tokens: str | None = None,
     ) -> NewVersion:
+        """`tokens` comes from the whole batch when the index uses neighbouring entries;
+        a lone version (revise, reactivate) is its own batch."""
+        if tokens is None:
+            (tokens,) = self._batch_tokens([(kind, text, metadata)])
         return NewVersion(
             entry_id=entry_id,
             entry_version_id=uuid.uuid4().hex,
@@ -128,8 +143,12 @@ class MemoryService:
             kind=kind,
             text=text,
             metadata=dict(metadata),
-            index_tokens=index_tokens(text, self.config.analyzer),
+            index_tokens=tokens,
         )
+
+    def _batch_tokens(self, batch: Sequence[tuple[str, str, dict[str, object]]]) -> list[str]:
+        sources = [IndexSource(kind=k, text=t, metadata=m) for k, t, m in batch]
+        return fts_tokens(sources, self.config.index, self.config.analyzer)
 
     async def _commit(
         self,
@@ -178,14 +197,18 @@ class MemoryService:
         if len(expected) > 1:
             raise MemoryValidationError("entries of one batch must share one expected_revision")
 
+        tokens = self._batch_tokens([(r.kind, r.text, r.metadata) for r in requests])
+
         async def plan() -> list[PlannedChange]:
             return [
                 PlannedChange(
                     op="add",
-                    new=self._new_version(uuid.uuid4().hex, 1, r.kind, r.text, r.metadata),
+                    new=self._new_version(
+                        uuid.uuid4().hex, 1, r.kind, r.text, r.metadata, tokens=batch_tokens
+                    ),
                     reason=r.reason,
                 )
-                for r in requests
+                for r, batch_tokens in zip(requests, tokens, strict=True)
             ]
 
         return await self._write(scope_id, requests[0].expected_revision, plan)

@@ -19,6 +19,11 @@ _CJK = (
 )
 _TOKEN = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
 MAX_TOKEN_CHARS = 64
+# English clitics after an apostrophe ("Caroline's", "don't", "we're"): without this they
+# become the one- or two-letter tokens s, t, re... that match nearly every entry and count
+# as matched terms in admission.
+_ENGLISH_CLITIC = re.compile(r"(?<=[^\W\d_])['\u2019](?:s|t|re|ve|ll|d|m)\b", re.IGNORECASE)
+_CLITIC_LANGUAGES = frozenset({"english", "porter"})
 
 # A short list of function words; queries drop them only when `drop_query_stopwords` is on.
 ENGLISH_STOPWORDS = frozenset(
@@ -41,6 +46,9 @@ class AnalyzerConfig:
     """Snowball stemmer language, or None for no stemming."""
     drop_query_stopwords: bool = False
     stopwords: frozenset[str] = field(default=ENGLISH_STOPWORDS)
+    strip_clitics: bool = False
+    """Drop English clitics ('s, 't, 're, 've, 'll, 'd, 'm) before tokenizing, for the
+    english and porter stemmers only; index and query are treated alike."""
 
 
 @lru_cache(maxsize=8)
@@ -57,6 +65,8 @@ def _cjk_grams(run: str) -> list[str]:
 def _raw_tokens(text: str, config: AnalyzerConfig) -> tuple[list[str], list[str]]:
     words: list[str] = []
     cjk: list[str] = []
+    if config.strip_clitics and config.language in _CLITIC_LANGUAGES:
+        text = _ENGLISH_CLITIC.sub("", text)
     for match in _TOKEN.finditer(text.casefold()):
         run_cjk, word = match.groups()
         if run_cjk:

@@ -159,9 +159,10 @@ def nearest_query(profile_id: str, dimension: int, *, exact: bool) -> sql.Compos
 
 
 def ef_search(limit: int, configured: int | None = None) -> int:
-    """Candidate list size of the HNSW search: at least twice the rows wanted (pgvector's
-    default 40 is tuned for LIMIT 10) unless configured, within pgvector's bound of 1000."""
-    wanted = max(64, 2 * limit) if configured is None else max(configured, limit)
+    """Candidate list size of the HNSW search, within pgvector's bound of 1000: four times the
+    rows wanted, at least 100, unless configured. pgvector's default 40 suits LIMIT 10; at 100k
+    entries ef 4 x limit bought 0.08-0.14 of recall@30 over 2 x limit for 2-8 ms (docs)."""
+    wanted = max(100, 4 * limit) if configured is None else max(configured, limit)
     return min(1000, wanted)
 
 

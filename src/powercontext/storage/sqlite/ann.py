@@ -2,7 +2,7 @@
 
 Exact search over 100k x 384 float32 costs ~20 ms on the 2-core development machine, more
 than the whole hybrid budget; HNSW answers the same query in well under a millisecond with
-recall@30 above 0.99 (measured by bench/search_latency.py). The index lives next to the exact
+recall@30 that depends on the data (bench/search_latency.py reports it). It lives next to the exact
 matrix and uses the matrix's row positions as labels, so it can be rebuilt at any time from
 the matrix, which in turn is rebuilt from the database: nothing of it is persisted.
 
@@ -36,8 +36,8 @@ class IndexOptions:
     ann_min_rows: int = 20_000
     """Below this many rows exact search is already fast (~3 ms at 10k) and exact."""
     ann_m: int = 16
-    ann_ef_construction: int = 100
-    ann_ef_search: int = 128
+    ann_ef_construction: int = 64
+    ann_ef_search: int = 256
     """Beam width of a query; raised to the number of results asked for when that is larger."""
     ann_threads: int = -1
     """Threads for building the index (-1: all cores); queries run on the calling thread."""

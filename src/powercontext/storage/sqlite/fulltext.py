@@ -12,6 +12,10 @@ Writes from other processes are therefore picked up too, and a search always see
 the revision it names. Keys are assigned in ascending order, so a scope's rows are appended
 in key order and a key's row is found by binary search.
 
+Each row's distinct term ids are kept too (one int32 per distinct token), so a candidate's
+tokens, which the admission rule needs, come from memory; reading them back from FTS5 was a
+third of a warm query.
+
 Statistics (document count, average length, document frequencies) cover every cached
 version of the scope, retired ones included, like FTS5's cover the whole table: the ranking
 is BM25-like and stable, while the revision mask decides exactly which versions are returned.
@@ -30,7 +34,6 @@ import numpy.typing as npt
 
 from powercontext.memory.ports import FtsCandidate
 from powercontext.storage.sqlite.vectors import NOT_REMOVED, grow
-from powercontext.storage.sqlite.writes import chunks
 
 K1 = 1.2
 B = 0.75
@@ -72,9 +75,17 @@ class ScopeTerms:
         self.lengths: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
         self.total_length = 0.0
         self.terms: dict[str, _Postings] = {}
+        self.term_ids: dict[str, int] = {}
+        self.names: list[str] = []
+        # Each row's distinct term ids, rows one after another; a row's run ends at token_end.
+        # Candidates need their tokens (for admission), and reading them back from FTS5 cost
+        # a third of a warm query.
+        self.row_tokens: npt.NDArray[np.int32] = np.zeros(1024, dtype=np.int32)
+        self.token_used = 0
+        self.token_end: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.last_key = 0
         self.last_head = 0
-        self._mask: tuple[int, npt.NDArray[np.bool_]] | None = None
+        self._inactive: tuple[int, npt.NDArray[np.int64]] | None = None
         self._weights: dict[str, npt.NDArray[np.float32]] = {}
 
     def refresh(self, conn: sqlite3.Connection) -> None:
@@ -96,7 +107,7 @@ class ScopeTerms:
         if self.last_head and self.size:
             self._apply_removals(conn)
         self.last_head = head
-        self._mask = None
+        self._inactive = None
 
     def _append(self, rows: Sequence[tuple[int, int, int | None, str]]) -> None:
         count = len(rows)
@@ -116,6 +127,7 @@ class ScopeTerms:
         vocabulary: dict[str, int] = {}
         flat = [vocabulary.setdefault(t, len(vocabulary)) for tokens in token_lists for t in tokens]
         if not flat:
+            self.token_end[start:end] = self.token_used
             return
         term_ids = np.asarray(flat, dtype=np.int64)
         doc_rows = np.repeat(np.arange(start, end, dtype=np.int64), lengths.astype(np.int64))
@@ -127,13 +139,42 @@ class ScopeTerms:
         starts = np.concatenate(([0], bounds))
         stops = np.concatenate((bounds, [pairs.shape[0]]))
         names = list(vocabulary)
+        to_global = np.zeros(len(names), dtype=np.int32)
         tf_values = tfs.astype(np.float32)
         for first, stop in zip(starts.tolist(), stops.tolist(), strict=True):
-            name = names[int(pair_terms[first])]
+            local = int(pair_terms[first])
+            name = names[local]
             postings = self.terms.get(name)
             if postings is None:
                 postings = self.terms[name] = _Postings()
+                self.term_ids[name] = len(self.names)
+                self.names.append(name)
+            to_global[local] = self.term_ids[name]
             postings.extend(pair_rows[first:stop], tf_values[first:stop])
+        self._append_row_tokens(start, count, pair_rows, to_global[pair_terms])
+
+    def _append_row_tokens(
+        self,
+        start: int,
+        count: int,
+        pair_rows: npt.NDArray[np.int32],
+        pair_terms: npt.NDArray[np.int32],
+    ) -> None:
+        order = np.argsort(pair_rows, kind="stable")
+        used = self.token_used + order.shape[0]
+        if used > self.row_tokens.shape[0]:
+            self.row_tokens = grow(self.row_tokens, max(used, 2 * self.row_tokens.shape[0]))
+        self.row_tokens[self.token_used : used] = pair_terms[order]
+        per_row = np.bincount(pair_rows - start, minlength=count)
+        self.token_end[start : start + count] = self.token_used + np.cumsum(per_row)
+        self.token_used = used
+
+    def tokens(self, row: int) -> frozenset[str]:
+        first = int(self.token_end[row - 1]) if row else 0
+        names = self.names
+        return frozenset(
+            names[i] for i in self.row_tokens[first : int(self.token_end[row])].tolist()
+        )
 
     def _reserve(self, needed: int) -> None:
         if needed <= self.keys.shape[0]:
@@ -143,6 +184,7 @@ class ScopeTerms:
         self.added = grow(self.added, capacity)
         self.removed = grow(self.removed, capacity)
         self.lengths = grow(self.lengths, capacity)
+        self.token_end = grow(self.token_end, capacity)
 
     def _apply_removals(self, conn: sqlite3.Connection) -> None:
         found = conn.execute(
@@ -159,11 +201,13 @@ class ScopeTerms:
         known[known] = self.keys[positions[known]] == keys[known]
         self.removed[positions[known]] = removed[known]
 
-    def _active(self, revision: int) -> npt.NDArray[np.bool_]:
-        if self._mask is None or self._mask[0] != revision:
+    def _inactive_rows(self, revision: int) -> npt.NDArray[np.int64]:
+        """Rows not active at `revision`; usually none when searching the head."""
+        if self._inactive is None or self._inactive[0] != revision:
             n = self.size
-            self._mask = (revision, (self.added[:n] <= revision) & (self.removed[:n] > revision))
-        return self._mask[1]
+            active = (self.added[:n] <= revision) & (self.removed[:n] > revision)
+            self._inactive = (revision, np.flatnonzero(~active))
+        return self._inactive[1]
 
     def _term_weights(self, term: str, postings: _Postings) -> npt.NDArray[np.float32]:
         """BM25 contribution of `term` to each row of its postings, cached until rows change."""
@@ -178,8 +222,8 @@ class ScopeTerms:
             self._weights[term] = weights
         return weights
 
-    def search(self, revision: int, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
-        """(key, score) of the best `limit` versions active at `revision`, best first."""
+    def search(self, revision: int, terms: Sequence[str], limit: int) -> list[FtsCandidate]:
+        """The best `limit` versions active at `revision`, best first (ties by key)."""
         found = [(t, p) for t in dict.fromkeys(terms) if (p := self.terms.get(t)) is not None]
         if not found or limit <= 0:
             return []
@@ -187,27 +231,25 @@ class ScopeTerms:
         for term, postings in found:
             # A term's rows are distinct, so a fancy-indexed add never drops a repeat.
             scores[postings.rows[: postings.size]] += self._term_weights(term, postings)
-        rows = np.flatnonzero((scores > 0) & self._active(revision))
+        scores[self._inactive_rows(revision)] = 0.0
+        # One partition over every row beats gathering the matching rows first: common words
+        # match most of a scope, and the head usually has no inactive rows to mask.
+        if limit < scores.shape[0]:
+            rows = np.argpartition(-scores, limit - 1)[:limit]
+        else:
+            rows = np.arange(scores.shape[0])
+        rows = rows[scores[rows] > 0]
         if rows.size == 0:
             return []
         candidates = scores[rows]
-        if limit < rows.size:
-            best = np.argpartition(-candidates, limit - 1)[:limit]
-            rows, candidates = rows[best], candidates[best]
         keys = self.keys[rows]
         order = np.lexsort((keys, -candidates))  # best first; ties by key
-        return [(int(keys[i]), float(candidates[i])) for i in order]
-
-
-def tokens_of(conn: sqlite3.Connection, keys: Sequence[int]) -> dict[int, frozenset[str]]:
-    found: dict[int, frozenset[str]] = {}
-    for part in chunks(list(keys)):
-        marks = ",".join("?" * len(part))
-        for key, tokens in conn.execute(
-            f"SELECT rowid, tokens FROM entry_fts WHERE rowid IN ({marks})", tuple(part)
-        ):
-            found[int(key)] = frozenset(tokens.split())
-    return found
+        return [
+            FtsCandidate(
+                key=int(keys[i]), score=float(candidates[i]), tokens=self.tokens(int(rows[i]))
+            )
+            for i in order
+        ]
 
 
 def fts_candidates(
@@ -215,12 +257,7 @@ def fts_candidates(
 ) -> list[FtsCandidate]:
     with index.lock:
         index.refresh(conn)
-        ranked = index.search(revision, terms, limit)
-    tokens = tokens_of(conn, [key for key, _ in ranked])
-    return [
-        FtsCandidate(key=key, score=score, tokens=tokens.get(key, frozenset()))
-        for key, score in ranked
-    ]
+        return index.search(revision, terms, limit)
 
 
 class TermCache:

@@ -23,8 +23,9 @@ from powercontext.memory.errors import StorageError
 # The FTS table indexes the analyzer's space-joined tokens with the `ascii` tokenizer: it
 # splits only on ASCII separators and folds only ASCII case, so every token the analyzer
 # produced (already casefolded, CJK grams included) is indexed verbatim, independent of
-# SQLite's Unicode 6.1 tables. `scope_tag` ("s<scope_key>") lets MATCH itself restrict a
-# query to one scope; bm25 gives that column weight 0.
+# SQLite's Unicode 6.1 tables. `scope_tag` ("s<scope_key>") was meant to let MATCH restrict
+# a query to one scope (bm25 gives it weight 0); queries no longer use it, since the join on
+# entry_versions filters by scope at half the cost (see reads.fts5_candidates).
 _V1 = (
     """
     CREATE TABLE scopes (

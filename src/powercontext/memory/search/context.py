@@ -1,0 +1,145 @@
+"""What the channels index for each entry: its template-rendered text, optionally widened with
+neighbouring entries (contextual indexing). Pure functions; the stored text is never changed.
+
+Neighbours are the entries written in the same batch (one `remember_many` call, so one
+revision), in batch order, that share the value of a metadata *group key* (for example the
+conversation or document an entry belongs to). A turn such as "Yes, we went there last June"
+is then found by the words of the turns around it. The neighbourhood is a function of the
+revision that added the entry, so `reindex` rebuilds the same embedding text from the store:
+the versions added by one revision, ascending by key, are the batch in its order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from powercontext.memory.search.analyze import AnalyzerConfig, analyze
+from powercontext.memory.search.templates import DEFAULT_TEMPLATE, render, validate_template
+
+_NO_GROUP = object()
+
+
+@dataclass(frozen=True, slots=True)
+class IndexTextConfig:
+    template: str = DEFAULT_TEMPLATE
+    """Index template over {text}, {kind} and {metadata[KEY]} (see search.templates)."""
+    context_before: int = 0
+    """Neighbours before the entry added to what the channels see (0 with `after` = off)."""
+    context_after: int = 0
+    context_group_key: str | None = None
+    """Metadata key whose value groups neighbours; None: the whole batch is one sequence.
+    An entry lacking the key (or with a null value) gets no neighbours."""
+    context_fts: bool = True
+    """Add the neighbours' words to the entry's full-text tokens."""
+    context_vector: bool = True
+    """Embed the entry together with its neighbours' text."""
+    context_neighbour_chars: int = 512
+    """Each neighbour contributes at most this many characters, so a long neighbour cannot
+    crowd the entry's own words out of the embedding model's input window."""
+
+    def __post_init__(self) -> None:
+        validate_template(self.template)
+        if self.context_before < 0 or self.context_after < 0:
+            raise ValueError("context windows must be >= 0")
+        if self.context_neighbour_chars < 1:
+            raise ValueError("context_neighbour_chars must be >= 1")
+
+    @property
+    def contextual(self) -> bool:
+        return self.context_before > 0 or self.context_after > 0
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSource:
+    """One entry as the index sees it: what is stored, before any rendering."""
+
+    kind: str
+    text: str
+    metadata: Mapping[str, Any]
+
+
+def _group(metadata: Mapping[str, Any], key: str | None) -> object:
+    if key is None:
+        return None
+    value = metadata.get(key)
+    if value is None:
+        return _NO_GROUP
+    # JSON text makes any metadata value (lists, numbers) comparable and hashable.
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def neighbourhoods(
+    sources: Sequence[IndexSource], config: IndexTextConfig
+) -> list[tuple[list[int], list[int]]]:
+    """For each source, the positions of the neighbours before and after it in its group."""
+    groups: dict[object, list[int]] = {}
+    for position, source in enumerate(sources):
+        groups.setdefault(_group(source.metadata, config.context_group_key), []).append(position)
+    result: list[tuple[list[int], list[int]]] = [([], []) for _ in sources]
+    if not config.contextual:
+        return result
+    for group, members in groups.items():
+        if group is _NO_GROUP:
+            continue
+        for index, position in enumerate(members):
+            before = members[max(0, index - config.context_before) : index]
+            after = members[index + 1 : index + 1 + config.context_after]
+            result[position] = (before, after)
+    return result
+
+
+def _cut(text: str, config: IndexTextConfig) -> str:
+    return text[: config.context_neighbour_chars]
+
+
+def rendered_texts(sources: Sequence[IndexSource], config: IndexTextConfig) -> list[str]:
+    return [render(config.template, s.text, s.kind, s.metadata) for s in sources]
+
+
+def fts_tokens(
+    sources: Sequence[IndexSource], config: IndexTextConfig, analyzer: AnalyzerConfig
+) -> list[str]:
+    """Space-joined FTS tokens per source: its rendered text, then its neighbours' words.
+
+    Each text is analyzed once, so a window of w neighbours costs a join, not w analyses.
+    """
+    own = [analyze(text, analyzer) for text in rendered_texts(sources, config)]
+    if not (config.contextual and config.context_fts):
+        return [" ".join(tokens) for tokens in own]
+    plain = [analyze(_cut(s.text, config), analyzer) for s in sources]
+    joined = []
+    for position, (before, after) in enumerate(neighbourhoods(sources, config)):
+        tokens = list(own[position])
+        for other in (*before, *after):
+            tokens.extend(plain[other])
+        joined.append(" ".join(tokens))
+    return joined
+
+
+def embedding_inputs(
+    sources: Sequence[IndexSource], config: IndexTextConfig
+) -> list[tuple[str, ...]]:
+    """The texts embedded per source; its vector is the unit mean of their unit vectors.
+
+    Without context that is the rendered entry alone. With context it is the rendered entry
+    and its neighbourhood (neighbours before, the entry, neighbours after, one per line, in
+    batch order). Mixing the two vectors keeps the entry's own meaning in front: a
+    neighbourhood vector alone ranks all of a passage's entries alike, which floods the top of
+    the pool with the neighbours of every match.
+    """
+    own = rendered_texts(sources, config)
+    if not (config.contextual and config.context_vector):
+        return [(text,) for text in own]
+    inputs: list[tuple[str, ...]] = []
+    for position, (before, after) in enumerate(neighbourhoods(sources, config)):
+        if not before and not after:
+            inputs.append((own[position],))
+            continue
+        lines = [_cut(sources[i].text, config) for i in before]
+        lines.append(own[position])
+        lines.extend(_cut(sources[i].text, config) for i in after)
+        inputs.append((own[position], "\n".join(lines)))
+    return inputs

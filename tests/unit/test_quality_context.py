@@ -1,0 +1,117 @@
+"""Contextual indexing: neighbours of the same batch and group widen what the channels see."""
+
+from __future__ import annotations
+
+import pytest
+
+from powercontext.memory.search.analyze import AnalyzerConfig, query_terms
+from powercontext.memory.search.context import (
+    IndexSource,
+    IndexTextConfig,
+    embedding_inputs,
+    fts_tokens,
+    neighbourhoods,
+)
+
+PLAIN = AnalyzerConfig(language=None)
+
+
+def _batch(*rows: tuple[str, str | None]) -> list[IndexSource]:
+    return [
+        IndexSource(kind="turn", text=text, metadata={} if group is None else {"thread": group})
+        for text, group in rows
+    ]
+
+
+def test_off_by_default_tokens_are_the_analyzed_text() -> None:
+    sources = _batch(("alpha beta", "a"), ("gamma", "a"))
+    assert fts_tokens(sources, IndexTextConfig(), PLAIN) == ["alpha beta", "gamma"]
+    assert embedding_inputs(sources, IndexTextConfig()) == [("alpha beta",), ("gamma",)]
+
+
+def test_template_reaches_both_channels() -> None:
+    config = IndexTextConfig(template="{text}\n{metadata[thread]}")
+    (source,) = _batch(("alpha", "t1"))
+    assert fts_tokens([source], config, PLAIN) == ["alpha t1"]
+    assert embedding_inputs([source], config) == [("alpha\nt1",)]
+
+
+def test_window_stays_inside_the_group_in_batch_order() -> None:
+    sources = _batch(("a0", "x"), ("b0", "y"), ("a1", "x"), ("a2", "x"), ("b1", "y"))
+    config = IndexTextConfig(context_before=1, context_after=1, context_group_key="thread")
+    assert neighbourhoods(sources, config) == [
+        ([], [2]),
+        ([], [4]),
+        ([0], [3]),
+        ([2], []),
+        ([1], []),
+    ]
+    assert fts_tokens(sources, config, PLAIN) == ["a0 a1", "b0 b1", "a1 a0 a2", "a2 a1", "b1 b0"]
+
+
+def test_without_a_group_key_the_batch_is_one_sequence() -> None:
+    sources = _batch(("a", "x"), ("b", "y"), ("c", None))
+    config = IndexTextConfig(context_before=1)
+    assert neighbourhoods(sources, config) == [([], []), ([0], []), ([1], [])]
+
+
+def test_entries_lacking_the_group_key_get_no_neighbours() -> None:
+    sources = _batch(("a", None), ("b", None), ("c", "x"))
+    config = IndexTextConfig(context_before=2, context_after=2, context_group_key="thread")
+    assert neighbourhoods(sources, config) == [([], []), ([], []), ([], [])]
+
+
+def test_group_values_compare_as_json_so_lists_and_numbers_work() -> None:
+    sources = [
+        IndexSource("turn", "a", {"g": [1, 2]}),
+        IndexSource("turn", "b", {"g": [1, 2]}),
+        IndexSource("turn", "c", {"g": 1}),
+        IndexSource("turn", "d", {"g": "1"}),
+    ]
+    config = IndexTextConfig(context_after=1, context_group_key="g")
+    assert neighbourhoods(sources, config) == [([], [1]), ([], []), ([], []), ([], [])]
+
+
+def test_embedding_mixes_the_entry_with_its_neighbourhood() -> None:
+    sources = _batch(("first", "x"), ("second", "x"), ("third", "x"))
+    config = IndexTextConfig(context_before=1, context_after=1, context_group_key="thread")
+    assert embedding_inputs(sources, config) == [
+        ("first", "first\nsecond"),
+        ("second", "first\nsecond\nthird"),
+        ("third", "second\nthird"),
+    ]
+
+
+def test_a_lone_entry_embeds_as_itself_even_with_context_on() -> None:
+    config = IndexTextConfig(context_before=2, context_after=2)
+    assert embedding_inputs(_batch(("only", None)), config) == [("only",)]
+
+
+def test_channels_can_take_context_separately() -> None:
+    sources = _batch(("a", None), ("b", None))
+    fts_only = IndexTextConfig(context_before=1, context_vector=False)
+    vector_only = IndexTextConfig(context_before=1, context_fts=False)
+    assert fts_tokens(sources, fts_only, PLAIN) == ["a", "b a"]
+    assert embedding_inputs(sources, fts_only) == [("a",), ("b",)]
+    assert fts_tokens(sources, vector_only, PLAIN) == ["a", "b"]
+    assert embedding_inputs(sources, vector_only) == [("a",), ("b", "a\nb")]
+
+
+def test_neighbours_are_cut_but_the_entry_is_not() -> None:
+    sources = _batch(("x" * 20, None), ("own " * 10, None))
+    config = IndexTextConfig(context_before=1, context_neighbour_chars=5)
+    assert embedding_inputs(sources, config)[1] == ("own " * 10, "xxxxx\n" + "own " * 10)
+    assert fts_tokens(sources, config, PLAIN)[1] == "own " * 9 + "own xxxxx"
+
+
+def test_neighbour_words_are_stemmed_like_the_query() -> None:
+    sources = _batch(("we went hiking", None), ("it was lovely", None))
+    config = IndexTextConfig(context_before=1)
+    tokens = fts_tokens(sources, config, AnalyzerConfig())[1].split()
+    assert set(query_terms("hikes")) <= set(tokens)
+
+
+@pytest.mark.parametrize("field", ["context_before", "context_after", "context_neighbour_chars"])
+def test_invalid_windows_are_rejected(field: str) -> None:
+    with pytest.raises(ValueError):
+        IndexTextConfig(**{field: -1})
