@@ -73,17 +73,7 @@ FAULTS: dict[str, tuple[list[Scripted] | None, float, type[Exception], int, str]
 }  # fmt: skip
 
 
-# Found here: an undecodable 200 body maps by its Content-Type. As text/plain it is invalid
-# output (502, like tests/integration's "non-json-body"); as application/json pydantic-ai wraps
-# the JSONDecodeError in ModelAPIError, which map_inference_error calls unavailable (503).
-# Strict: when the mapping is fixed (see docs/reliability.md) this xfail turns into a failure.
-UNDECODABLE_BODY = pytest.mark.xfail(
-    strict=True, reason="an undecodable JSON body maps to 503 instead of 502 (invalid output)"
-)
-CASES = [
-    pytest.param(name, marks=UNDECODABLE_BODY if name == "truncated-body" else ())
-    for name in FAULTS
-]
+CASES = list(FAULTS)
 
 
 def closed_port() -> int:

@@ -6,7 +6,13 @@ from typing import Annotated
 
 import typer
 
-from powercontext.cli import admin_commands, bench_commands, memory_commands, server_commands
+from powercontext.cli import (
+    admin_commands,
+    bench_commands,
+    db_commands,
+    memory_commands,
+    server_commands,
+)
 
 app = typer.Typer(
     name="powercontext",
@@ -18,6 +24,7 @@ app.add_typer(server_commands.app, name="server")
 app.add_typer(memory_commands.app, name="memory")
 app.add_typer(admin_commands.config_app, name="config")
 app.add_typer(bench_commands.app, name="bench")
+app.add_typer(db_commands.app, name="db")
 app.command("reindex")(admin_commands.reindex)
 
 

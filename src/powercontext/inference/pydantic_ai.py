@@ -97,6 +97,12 @@ def map_inference_error(exc: Exception, *, operation: str) -> InferenceError:
         return InferenceUnavailableError(
             f"{operation} failed: the provider answered HTTP {exc.status_code} ({kind})"
         )
+    if isinstance(exc, ModelAPIError) and isinstance(exc.__cause__, ValueError):
+        # A 200 whose body does not decode (JSONDecodeError, UnicodeDecodeError): the provider
+        # answered, but not with usable output.
+        return InvalidInferenceOutputError(
+            f"{operation} failed: the provider's response could not be decoded ({kind})"
+        )
     if isinstance(exc, ModelAPIError | ConcurrencyLimitExceeded | OSError):
         return InferenceUnavailableError(
             f"{operation} failed: the provider is unavailable ({kind})"
