@@ -8,9 +8,11 @@ exact search, honour the revision being read, and pick up writes of another stor
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
 from powercontext.memory.ports import NewVersion, PlannedChange, StoredVersion
 from powercontext.memory.search.analyze import index_tokens
@@ -105,9 +107,17 @@ async def _with_vectors(path: Path, count: int, options: IndexOptions) -> Sqlite
     return store
 
 
-async def test_hnsw_agrees_with_exact_search_and_honours_revisions(tmp_path: Path) -> None:
+def _used(store: SqliteMemoryStore, method: str) -> bool:
+    matrix = store._vectors.get("s", "p")
+    return (matrix.bits if method == "signbits" else matrix.ann) is not None
+
+
+@pytest.mark.parametrize("method", ["signbits", "hnsw"])
+async def test_approximate_search_agrees_with_exact_search_and_honours_revisions(
+    tmp_path: Path, method: Literal["signbits", "hnsw"]
+) -> None:
     path = tmp_path / "v.sqlite3"
-    ann = await _with_vectors(path, 3000, IndexOptions(ann_min_rows=1000))
+    ann = await _with_vectors(path, 3000, IndexOptions(ann_min_rows=1000, ann_method=method))
     exact = await SqliteMemoryStore.open(path, index=IndexOptions(ann=False))
     try:
         queries = _units(20, 9)
@@ -119,7 +129,7 @@ async def test_hnsw_agrees_with_exact_search_and_honours_revisions(tmp_path: Pat
             sims = [c.similarity for c in approximate]
             assert sims == sorted(sims, reverse=True)
         assert overlap / (30 * len(queries)) >= 0.95
-        assert ann._vectors.get("s", "p").ann is not None  # the index was really used
+        assert _used(ann, method)  # the approximate path was really taken
 
         # Retire the best hits of the first query: the head never returns them, revision 1 may.
         best = await exact.vector_candidates("s", 1, "p", queries[0], limit=40)
@@ -135,9 +145,13 @@ async def test_hnsw_agrees_with_exact_search_and_honours_revisions(tmp_path: Pat
         await exact.close()
 
 
-async def test_hnsw_sees_replaced_vectors_and_heavy_masking_falls_back(tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", ["signbits", "hnsw"])
+async def test_approximate_search_sees_replaced_vectors_and_heavy_masking(
+    tmp_path: Path, method: Literal["signbits", "hnsw"]
+) -> None:
     path = tmp_path / "v.sqlite3"
-    store = await _with_vectors(path, 2000, IndexOptions(ann_min_rows=1000, overfetch_limit=8))
+    options = IndexOptions(ann_min_rows=1000, overfetch_limit=8, ann_method=method)
+    store = await _with_vectors(path, 2000, options)
     try:
         target = _units(1, 42)[0]
         assert (await store.vector_candidates("s", 1, "p", target, limit=1))[0].similarity < 0.9

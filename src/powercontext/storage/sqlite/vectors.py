@@ -1,4 +1,4 @@
-"""Vector search over an in-memory matrix per (scope, embedding profile): exact, or HNSW.
+"""Vector search over an in-memory matrix per (scope, embedding profile): exact or quantized.
 
 The stdlib sqlite3 of common Python builds cannot load vector extensions, so vectors live in
 `entry_vectors` as float32 blobs and search runs in numpy. The matrix holds every version that
@@ -7,9 +7,10 @@ at r, does one matrix-vector product and an argpartition. The cache refreshes in
 from the database (vectors newer than the last vector_id seen, removals after the last head
 seen), so writes from other processes are picked up too.
 
-Large matrices (IndexOptions.ann_min_rows, default 20k rows) are also searched through an
-HNSW index built from the matrix on first search and kept up to date with it (ann.py); small
-ones, heavily masked old revisions, and any query the index cannot answer are exact.
+Large matrices (IndexOptions.ann_min_rows, default 20k rows) are searched approximately: by
+default a sign-bit Hamming pre-filter kept row by row with the matrix, then exact rescoring of
+the best rows (signbits.py); optionally an HNSW graph built on first search (ann.py), which
+falls back to exact search for heavily masked old revisions or when it cannot answer.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy.typing as npt
 from powercontext.memory.errors import MemoryValidationError, StorageError
 from powercontext.memory.ports import Vector, VectorCandidate
 from powercontext.storage.sqlite.ann import HnswIndex, IndexOptions
+from powercontext.storage.sqlite.signbits import SignBits
 
 NOT_REMOVED = np.iinfo(np.int64).max
 Int64Array = npt.NDArray[np.int64]
@@ -52,6 +54,8 @@ class VectorMatrix:
         self._replaced: set[int] = set()
         """Rows the ANN index holds whose vector was replaced since it last caught up."""
         self._mask: tuple[int, npt.NDArray[np.bool_]] | None = None
+        self._inactive: tuple[int, Int64Array] | None = None
+        self.bits: SignBits | None = None
         self.lock = threading.Lock()
         self.dimension = 0
         self.size = 0
@@ -78,18 +82,20 @@ class VectorMatrix:
         ).fetchall()
         if rows:
             self._upsert(rows)
-            self._mask = None
+            self._mask = self._inactive = None
         if head > self.last_head:
             if self.last_head and self.size:
                 self._apply_removals(conn)
             self.last_head = head
-            self._mask = None
+            self._mask = self._inactive = None
 
     def _upsert(self, rows: Sequence[VectorRow]) -> None:
         dimension = len(rows[0][2]) // 4
         if self.dimension == 0:
             self.dimension = dimension
             self.matrix = np.zeros((0, dimension), dtype=np.float32)
+            if self.options.ann_method == "signbits":
+                self.bits = SignBits(dimension)
         blobs = [row[2] for row in rows]
         if any(len(blob) != 4 * self.dimension for blob in blobs):
             raise StorageError(
@@ -112,6 +118,8 @@ class VectorMatrix:
         self._reserve(self.size + fresh)
         self.size += fresh
         self.matrix[positions] = vectors
+        if self.bits is not None:
+            self.bits.set(positions, vectors)
         self.keys[positions] = [row[1] for row in rows]
         self.added[positions] = [row[3] for row in rows]
         self.removed[positions] = [NOT_REMOVED if row[4] is None else row[4] for row in rows]
@@ -124,6 +132,8 @@ class VectorMatrix:
             self.keys = grow(self.keys, capacity)
             self.added = grow(self.added, capacity)
             self.removed = grow(self.removed, capacity)
+            if self.bits is not None:
+                self.bits.reserve(capacity)
 
     def _apply_removals(self, conn: sqlite3.Connection) -> None:
         for key, removed in conn.execute(
@@ -140,6 +150,11 @@ class VectorMatrix:
             n = self.size
             self._mask = (revision, (self.added[:n] <= revision) & (self.removed[:n] > revision))
         return self._mask[1]
+
+    def _inactive_rows(self, revision: int) -> Int64Array:
+        if self._inactive is None or self._inactive[0] != revision:
+            self._inactive = (revision, np.flatnonzero(~self._active(revision)))
+        return self._inactive[1]
 
     def active_count(self, revision: int) -> int:
         return int(np.count_nonzero(self._active(revision)))
@@ -158,6 +173,10 @@ class VectorMatrix:
         if count == 0:
             return []
         rows = None
+        if self.bits is not None and self._use_ann(count):
+            wanted = self.options.rescore_count(limit, self.size)
+            rows = self.bits.nearest(q, self.size, wanted, self._inactive_rows(revision))
+            return self._top(rows, np.einsum("ij,j->i", self.matrix[rows], q), limit)
         if self._use_ann(count):
             index = self._catch_up_ann()
             rows = index.query(q, min(limit, count), active)
@@ -167,12 +186,11 @@ class VectorMatrix:
         return self._ranked(rows, similarities)
 
     def _use_ann(self, active_count: int) -> bool:
-        # Under half of the rows active: a filtered walk would visit mostly dead nodes.
-        return (
-            self.options.ann_available()
-            and self.size >= self.options.ann_min_rows
-            and 2 * active_count >= self.size
-        )
+        if not self.options.ann_available() or self.size < self.options.ann_min_rows:
+            return False
+        # HNSW with under half of the rows active: a filtered walk would visit mostly dead
+        # nodes. Sign bits mask rows exactly at no extra cost.
+        return self.bits is not None or 2 * active_count >= self.size
 
     def _catch_up_ann(self) -> HnswIndex:
         """Build the index on first use, then add new rows and replaced vectors."""
@@ -193,12 +211,16 @@ class VectorMatrix:
         # einsum runs numpy's own single-threaded loop. A BLAS matrix-vector product spreads
         # over threads and, on a loaded machine, its p90 latency was 10-30x its median.
         similarities = np.einsum("ij,j->i", self.matrix[: self.size], q)
-        candidates = similarities[rows]
+        return self._top(rows, similarities[rows], limit)
+
+    def _top(
+        self, rows: Int64Array, similarities: npt.NDArray[np.float32], limit: int
+    ) -> list[VectorCandidate]:
         take = min(limit, rows.size)
         if take < rows.size:
-            best = np.argpartition(-candidates, take - 1)[:take]
-            return self._ranked(rows[best], candidates[best])
-        return self._ranked(rows, candidates)
+            best = np.argpartition(-similarities, take - 1)[:take]
+            return self._ranked(rows[best], similarities[best])
+        return self._ranked(rows, similarities)
 
     def _ranked(
         self, rows: npt.NDArray[np.int64], similarities: npt.NDArray[np.float32]

@@ -1,0 +1,129 @@
+"""The embedded store's vector paths side by side: exact, sign-bit pre-filter, HNSW.
+
+One SQLite file of `--entries` entries with the shared benchmark vectors (bench/corpus.py) is
+searched through `SqliteMemoryStore.vector_candidates` (the real store path, thread hop
+included) with each IndexOptions variant: first (cold) call time, which fills the matrix and
+builds any index, then p50/p95/p99 of `--queries` warm calls asking for 40 rows (what a limit-10
+search asks each channel) and recall@30 against exact search. Recall is tie-aware: a returned
+row counts when its exact similarity reaches the exact 30th best.
+
+    python bench/vector_index.py                     # 100k; bench/results/vector_index.json
+    python bench/vector_index.py --entries 20000 --variants exact signbits
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import corpus as data
+
+from powercontext.memory.ports import NewVersion, PlannedChange
+from powercontext.storage.sqlite import IndexOptions, SqliteMemoryStore
+
+SCOPE, PROFILE = "bench", "bench-topic:384"
+VARIANTS: dict[str, IndexOptions] = {
+    "exact": IndexOptions(ann=False),
+    "signbits rescore 500": IndexOptions(rescore_min=500, rescore_per_result=10),
+    "signbits (default)": IndexOptions(),
+    "signbits rescore 2000": IndexOptions(rescore_min=2000),
+    "hnsw ef 256": IndexOptions(ann_method="hnsw"),
+    "hnsw ef 512": IndexOptions(ann_method="hnsw", ann_ef_search=512),
+}
+
+
+def _change(key: int) -> PlannedChange:
+    text = f"row {key}"
+    return PlannedChange(
+        op="add",
+        new=NewVersion(
+            entry_id=f"e{key}",
+            entry_version_id=f"v{key}",
+            version=1,
+            kind="fact",
+            text=text,
+            metadata={},
+            index_tokens=("row", str(key)),
+        ),
+    )
+
+
+async def build(path: Path, corpus: data.Corpus) -> None:
+    store = await SqliteMemoryStore.open(path)
+    try:
+        head = None
+        for offset in range(0, len(corpus.texts), 20_000):
+            count = min(20_000, len(corpus.texts) - offset)
+            result = await store.commit(SCOPE, head, [_change(offset + i) for i in range(count)])
+            head = result.revision
+            pairs = list(zip(result.keys, corpus.vectors[offset : offset + count], strict=True))
+            await store.put_vectors(SCOPE, PROFILE, pairs)
+    finally:
+        await store.close()
+
+
+async def measure(path: Path, options: IndexOptions, corpus: data.Corpus) -> dict[str, Any]:
+    store = await SqliteMemoryStore.open(path, index=options)
+    try:
+        head = await store.head(SCOPE)
+        assert head is not None
+        started = time.perf_counter()
+        await store.vector_candidates(SCOPE, head, PROFILE, corpus.query_vectors[0], limit=40)
+        cold_ms = (time.perf_counter() - started) * 1000
+        samples, correct = [], 0
+        for query in corpus.query_vectors:
+            started = time.perf_counter()
+            found = await store.vector_candidates(SCOPE, head, PROFILE, query, limit=40)
+            samples.append((time.perf_counter() - started) * 1000)
+            truth = data.exact_top(corpus.vectors, query, 30)
+            threshold = float(corpus.vectors[truth[-1]] @ query) - 1e-5
+            rows = np.asarray([c.key - 1 for c in found[:30]], dtype=np.int64)
+            correct += int(np.count_nonzero(corpus.vectors[rows] @ query >= threshold))
+        return {
+            "cold_first_ms": round(cold_ms, 1),
+            "recall_at_30": round(correct / (30 * len(corpus.query_vectors)), 4),
+            **data.percentiles(samples),
+        }
+    finally:
+        await store.close()
+
+
+async def run(entries: int, queries: int, names: list[str]) -> dict[str, Any]:
+    corpus = data.build(entries, queries)
+    with tempfile.TemporaryDirectory(prefix="pc-vectors-") as tmp:
+        path = Path(tmp) / "vectors.db"
+        started = time.perf_counter()
+        await build(path, corpus)
+        print(f"built {entries:,} rows in {time.perf_counter() - started:.1f} s", flush=True)
+        rows = {}
+        for name in names:
+            rows[name] = await measure(path, VARIANTS[name], corpus)
+            print(f"{name:24} {json.dumps(rows[name])}", flush=True)
+    return {"entries": entries, "queries": queries, "variants": rows, "machine": data.machine()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entries", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--output", type=Path, default=data.RESULTS / "vector_index.json")
+    args = parser.parse_args()
+    payload = asyncio.run(run(args.entries, args.queries, args.variants))
+    args.output.parent.mkdir(exist_ok=True)
+    args.output.write_text(json.dumps(payload, indent=2))
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()

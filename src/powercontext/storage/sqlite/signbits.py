@@ -1,0 +1,79 @@
+"""Sign-bit (binary) quantization of a vector matrix: a Hamming pre-filter, then exact rescoring.
+
+Each row keeps one bit per dimension (is the component positive?), packed into uint64 words
+and stored one contiguous array per word, so a query is `words` XOR + popcount passes over
+contiguous memory. The rows nearest in Hamming distance are a superset of the true nearest
+ones with high probability; they are rescored exactly against the float32 matrix, so every
+similarity a caller sees is exact and only recall is approximate.
+
+Why this rather than a graph index: at 100k x 384 the filter and the rescoring of the best
+1,000 rows take ~0.8 ms with recall@30 0.98 on the benchmark vectors, where HNSW (M 16, ef 256)
+took ~2.3 ms at recall 0.90 and 35-70 s to build. The bits cost 48 bytes a row, are updated
+with the matrix row by row, and honour any revision mask exactly (masked rows get the worst
+distance), so nothing has to be built, rebuilt or persisted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+WORD = 64
+UInt16Array = npt.NDArray[np.uint16]
+
+
+def pack(vectors: npt.NDArray[np.float32], words: int) -> npt.NDArray[np.uint64]:
+    """(rows, words) sign bits, zero-padded to whole words (padding XORs to zero)."""
+    bits = np.packbits(vectors > 0, axis=1)
+    padded = np.zeros((vectors.shape[0], words * 8), dtype=np.uint8)
+    padded[:, : bits.shape[1]] = bits
+    return padded.view(np.uint64)
+
+
+class SignBits:
+    """Sign bits of matrix rows [0, capacity), stored word-major: `columns[w][row]`."""
+
+    def __init__(self, dimension: int) -> None:
+        self.words = (dimension + WORD - 1) // WORD
+        self.masked = self.words * WORD + 1
+        """Distance given to masked rows: worse than any real one."""
+        self.columns: npt.NDArray[np.uint64] = np.zeros((self.words, 0), dtype=np.uint64)
+
+    def reserve(self, capacity: int) -> None:
+        if capacity > self.columns.shape[1]:
+            grown = np.zeros((self.words, capacity), dtype=np.uint64)
+            grown[:, : self.columns.shape[1]] = self.columns
+            self.columns = grown
+
+    def set(self, positions: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> None:
+        self.columns[:, positions] = pack(vectors, self.words).T
+
+    def distances(self, query: npt.NDArray[np.float32], size: int) -> UInt16Array:
+        """Hamming distance from the query's bits to each of rows [0, size)."""
+        target = pack(query.reshape(1, -1), self.words)[0]
+        scratch = np.empty(size, dtype=np.uint64)
+        counts = np.empty(size, dtype=np.uint8)
+        total = np.zeros(size, dtype=np.uint16)
+        for word in range(self.words):
+            np.bitwise_xor(self.columns[word, :size], target[word], out=scratch)
+            np.bitwise_count(scratch, out=counts)
+            np.add(total, counts, out=total)
+        return total
+
+    def nearest(
+        self,
+        query: npt.NDArray[np.float32],
+        size: int,
+        wanted: int,
+        inactive: npt.NDArray[np.int64] | None,
+    ) -> npt.NDArray[np.int64]:
+        """Positions of at least `wanted` active rows (all of them if fewer) closest in
+        Hamming distance; ties at the cut are all kept."""
+        distances = self.distances(query, size)
+        if inactive is not None and inactive.size:
+            distances[inactive] = self.masked
+        # A counting pass finds the cut distance in O(n), cheaper than argpartition.
+        cumulative = np.cumsum(np.bincount(distances, minlength=self.masked + 1))
+        cut = min(int(np.searchsorted(cumulative, wanted)), self.masked - 1)
+        rows: npt.NDArray[np.int64] = np.flatnonzero(distances <= cut)
+        return rows
