@@ -29,12 +29,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus as data
 
 from powercontext.memory.ports import NewVersion, PlannedChange
+from powercontext.memory.search.analyze import index_tokens
 from powercontext.storage.sqlite import IndexOptions, SqliteMemoryStore
 
 SCOPE, PROFILE = "bench", "bench-topic:384"
 VARIANTS: dict[str, IndexOptions] = {
     "exact": IndexOptions(ann=False),
-    "signbits rescore 500": IndexOptions(rescore_min=500, rescore_per_result=10),
+    "signbits rescore 500": IndexOptions(
+        rescore_min=500, rescore_per_result=10, rescore_fraction=0.0
+    ),
     "signbits (default)": IndexOptions(),
     "signbits rescore 2000": IndexOptions(rescore_min=2000),
     "hnsw ef 256": IndexOptions(ann_method="hnsw"),
@@ -53,7 +56,7 @@ def _change(key: int) -> PlannedChange:
             kind="fact",
             text=text,
             metadata={},
-            index_tokens=("row", str(key)),
+            index_tokens=index_tokens(text),
         ),
     )
 
