@@ -161,6 +161,11 @@ class HttpConfig(_Group):
         return value
 
 
+class UiConfig(_Group):
+    enabled: bool = False
+    """Serve the memory inspector page at /ui and its JSON routes under /ui/api."""
+
+
 class ServerSettings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX,
@@ -175,6 +180,7 @@ class ServerSettings(BaseSettings):
     inference: InferenceConfig = InferenceConfig()
     database: DatabaseConfig = DatabaseConfig()
     http: HttpConfig = HttpConfig()
+    ui: UiConfig = UiConfig()
     log_format: Literal["json", "text"] = "text"
 
     def __init__(self, **values: Any) -> None:

@@ -7,6 +7,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from starlette.routing import Route
 
 from powercontext import __version__
 from powercontext.config import ServerSettings
@@ -15,6 +16,7 @@ from powercontext.runtime import Runtime, open_runtime
 from powercontext.server.auth import ApiKeyAuthority
 from powercontext.server.contract import DESCRIPTION, TITLE, generate_openapi, load_contract
 from powercontext.server.errors import install_error_handlers
+from powercontext.server.mcp import MCP_PATH, McpTools
 from powercontext.server.metrics import ServerMetrics
 from powercontext.server.middleware import RequestContextMiddleware
 from powercontext.server.readiness import ReadinessProbe
@@ -56,10 +58,11 @@ def create_app(
     state = ServerState(
         authority=ApiKeyAuthority.from_config(settings.http), metrics=ServerMetrics()
     )
+    mcp_tools = McpTools(state, settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with factory(settings, state.metrics.observe_search) as runtime:
+        async with factory(settings, state.metrics.observe_search) as runtime, mcp_tools.running():
             state.runtime = runtime
             state.readiness = ReadinessProbe(runtime)
             try:
@@ -80,6 +83,10 @@ def create_app(
     )
     app.state.powercontext = state
     app.include_router(router)
+    # Not part of the v1 contract (openapi/powercontext.yaml): MCP has its own tool schemas.
+    app.router.routes.append(
+        Route(MCP_PATH, mcp_tools, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+    )
     install_error_handlers(app)
     app.add_middleware(
         RequestContextMiddleware,

@@ -3,7 +3,7 @@
 A URL is a libpq URI (`postgresql://user:password@host:5432/dbname?sslmode=require`, or a unix
 socket with `?host=/run/postgresql`). Store options may ride along as query parameters that
 are removed before libpq sees them: `pool_min_size` (default 1), `pool_max_size` (default 8)
-and `hnsw_ef_search` (default max(100, 4 x the rows asked for)).
+and `hnsw_ef_search` (default max(256, 8 x the rows asked for), at most 1000).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class PostgresOptions:
     timeout_seconds: float = 30.0
     """How long opening, or waiting for a free connection, may take before a StorageError."""
     hnsw_ef_search: int | None = None
-    """HNSW candidate list size; None: max(100, 4 * limit) (see vectors.ef_search)."""
+    """HNSW candidate list size; None: max(256, 8 * limit) (see vectors.ef_search)."""
 
 
 def _size(name: str, value: str) -> int:
