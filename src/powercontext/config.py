@@ -39,6 +39,28 @@ class RuntimeConfig(_Group):
     memory_rerank_candidate_limit: int = Field(default=30, ge=1, le=100)
     memory_rerank_max_candidate_chars: int = Field(default=1200, ge=64, le=32768)
     """Per-candidate text budget in the rerank prompt; longer entries are cut and traced."""
+    memory_rerank_provider: Literal["llm", "endpoint"] = "llm"
+    """`llm`: the listwise policy over the generation model; `endpoint`: a `POST /rerank`
+    service (Cohere-, Jina-, TEI-compatible) at memory_rerank_endpoint_url."""
+    memory_rerank_failure_policy: Literal["fail_closed", "fail_open"] = "fail_closed"
+    """`fail_open` serves the coarse first k when the provider times out or is unavailable,
+    marked `degraded_provider_error`; invalid provider output stays fail-closed."""
+    memory_rerank_timeout_seconds: float | None = Field(default=None, gt=0, le=3600)
+    """The rerank stage's own deadline (all requests and retries of one rerank); unset: only
+    the provider's timeout applies. Keep it below the caller's request deadline."""
+    memory_rerank_cache_ttl_seconds: float = Field(default=0.0, ge=0, le=86_400)
+    """Reuse a decision for the same policy, query, candidate versions and limit; 0: off."""
+    memory_rerank_cache_max_entries: int = Field(default=1024, ge=1, le=1_000_000)
+    memory_rerank_endpoint_url: str | None = None
+    """The full URL of the rerank endpoint, e.g. `http://127.0.0.1:8080/rerank`."""
+    memory_rerank_endpoint_api_key: SecretStr | None = None
+    """Sent as `Authorization: Bearer ...`; never logged."""
+    memory_rerank_endpoint_model: str | None = None
+    """Sent as `model` when set (Cohere and Jina need it; TEI ignores it)."""
+    memory_rerank_endpoint_threshold: float | None = None
+    """Keep only candidates scoring at least this (sparse selection); unset: keep all."""
+    memory_rerank_endpoint_top_k: int | None = Field(default=None, ge=1, le=100)
+    """At most this many selected candidates (and the caller's limit, whichever is smaller)."""
     search_min_similarity: float = Field(default=0.3, ge=-1.0, le=1.0)
     search_rrf_k: int = Field(default=60, ge=1, le=10_000)
     search_rrf_weight_fts: float = Field(default=1.0, ge=0.0, le=100.0)

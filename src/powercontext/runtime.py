@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from powercontext.config import ServerSettings, env_name
 from powercontext.memory.errors import ConfigurationError
 from powercontext.memory.ports import EmbeddingModel, MemoryReranker, MemoryStore
+from powercontext.memory.rerank.cache import RerankCache
+from powercontext.memory.rerank.guard import GuardedReranker
 from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.context import IndexTextConfig
 from powercontext.memory.service import MemoryService, SearchConfig, SearchObserver
@@ -79,9 +81,13 @@ def search_config(settings: ServerSettings) -> SearchConfig:
 
 
 def build_reranker(settings: ServerSettings) -> MemoryReranker | None:
-    """The configured built-in reranker, or None when reranking is disabled."""
+    """The configured built-in reranker, guarded as configured, or None when disabled."""
     if not settings.runtime.memory_rerank_enabled:
         return None
+    if settings.runtime.memory_rerank_provider == "endpoint":
+        from powercontext.inference.rerank_endpoint import build_endpoint_reranker
+
+        return guard_reranker(settings, build_endpoint_reranker(settings))
     if settings.inference.generation_model is None:
         raise ConfigurationError(
             f"{env_name('runtime', 'memory_rerank_enabled')}=true needs a generation model: set "
@@ -90,7 +96,31 @@ def build_reranker(settings: ServerSettings) -> MemoryReranker | None:
         )
     from powercontext.inference.pydantic_ai import build_generation_reranker
 
-    return build_generation_reranker(settings)
+    return guard_reranker(settings, build_generation_reranker(settings))
+
+
+def guard_reranker(settings: ServerSettings, reranker: MemoryReranker) -> MemoryReranker:
+    """`reranker` inside a GuardedReranker when a deadline, fail-open or the cache is set;
+    otherwise `reranker` itself, so the defaults keep the RFC's fail-closed path untouched."""
+    runtime = settings.runtime
+    cache = None
+    if runtime.memory_rerank_cache_ttl_seconds > 0:
+        cache = RerankCache(
+            ttl_seconds=runtime.memory_rerank_cache_ttl_seconds,
+            max_entries=runtime.memory_rerank_cache_max_entries,
+        )
+    if (
+        cache is None
+        and runtime.memory_rerank_timeout_seconds is None
+        and runtime.memory_rerank_failure_policy == "fail_closed"
+    ):
+        return reranker
+    return GuardedReranker(
+        reranker,
+        failure_policy=runtime.memory_rerank_failure_policy,
+        timeout_seconds=runtime.memory_rerank_timeout_seconds,
+        cache=cache,
+    )
 
 
 def build_embedder(settings: ServerSettings) -> EmbeddingModel | None:
@@ -115,7 +145,12 @@ async def open_runtime(
     Configuration errors are raised before any storage is opened.
     """
     settings = settings if settings is not None else ServerSettings()
-    reranker = memory_reranker if memory_reranker is not None else build_reranker(settings)
+    # An injected reranker gets the configured guard too (deadline, failure policy, cache).
+    reranker = (
+        guard_reranker(settings, memory_reranker)
+        if memory_reranker is not None
+        else build_reranker(settings)
+    )
     embedder = embedding_model if embedding_model is not None else build_embedder(settings)
     owned = store is None
     if store is None:

@@ -46,9 +46,12 @@ class AsyncScopedMemoryClient:
     async def reactivate(self, request: ReactivateMemoryRequest) -> MemoryWriteResult:
         return await self._t.run(wire.reactivate(self.scope_id, request))
 
-    async def search(self, request: SearchMemoryRequest) -> MemorySearchPage:
-        """Final hits only: `page.rerank` is always None over HTTP."""
-        return await self._t.run(wire.search(self.scope_id, request))
+    async def search(
+        self, request: SearchMemoryRequest, *, include_rerank: wire.IncludeRerank = "none"
+    ) -> MemorySearchPage:
+        """Final hits and `page.rerank_status`; `page.rerank` is always None over HTTP, and
+        `include_rerank="redacted"` fills `page.rerank_redacted` (no candidate text)."""
+        return await self._t.run(wire.search(self.scope_id, request, include_rerank))
 
     async def get(self, citation: MemoryCitation) -> MemoryEntry | None:
         return await self._t.run(wire.get(self.scope_id, citation))
@@ -89,9 +92,12 @@ class SyncScopedMemoryClient:
     def reactivate(self, request: ReactivateMemoryRequest) -> MemoryWriteResult:
         return self._t.run(wire.reactivate(self.scope_id, request))
 
-    def search(self, request: SearchMemoryRequest) -> MemorySearchPage:
-        """Final hits only: `page.rerank` is always None over HTTP."""
-        return self._t.run(wire.search(self.scope_id, request))
+    def search(
+        self, request: SearchMemoryRequest, *, include_rerank: wire.IncludeRerank = "none"
+    ) -> MemorySearchPage:
+        """Final hits and `page.rerank_status`; `page.rerank` is always None over HTTP, and
+        `include_rerank="redacted"` fills `page.rerank_redacted` (no candidate text)."""
+        return self._t.run(wire.search(self.scope_id, request, include_rerank))
 
     def get(self, citation: MemoryCitation) -> MemoryEntry | None:
         return self._t.run(wire.get(self.scope_id, citation))

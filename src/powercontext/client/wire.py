@@ -23,6 +23,7 @@ from powercontext.memory.models import (
     MemorySearchPage,
     MemoryWriteResult,
     ReactivateMemoryRequest,
+    RedactedRerankTrace,
     RememberMemoryRequest,
     RetireMemoryRequest,
     ReviseMemoryRequest,
@@ -30,6 +31,8 @@ from powercontext.memory.models import (
 )
 
 T = TypeVar("T")
+IncludeRerank = Literal["none", "redacted"]
+"""`redacted`: the search response carries the rerank trace without candidate text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +94,16 @@ def _search_page(payload: Any) -> MemorySearchPage:
         for hit in payload["hits"]
     )
     ref = payload.get("memory_ref")
+    # A server older than the rerank status sends neither key: that server never reranked
+    # visibly, so "disabled" and no trace are what it would have said.
+    trace = payload.get("rerank")
     return MemorySearchPage(
         memory_ref=MemoryRef.model_validate(ref) if ref else None,
         mode=payload["mode"],
         hits=hits,
         rerank=None,
+        rerank_status=payload.get("rerank_status", "disabled"),
+        rerank_redacted=RedactedRerankTrace.model_validate(trace) if trace else None,
     )
 
 
@@ -128,9 +136,16 @@ def remember_many(
     return Call("POST", "/v1/memory/remember", MemoryWriteResult.model_validate, body)
 
 
-def search(scope_id: str, request: SearchMemoryRequest) -> Call[MemorySearchPage]:
+def search(
+    scope_id: str, request: SearchMemoryRequest, include_rerank: IncludeRerank = "none"
+) -> Call[MemorySearchPage]:
+    extra = {"include_rerank": include_rerank} if include_rerank != "none" else {}
     return Call(
-        "POST", "/v1/memory/search", _search_page, _body(scope_id, request), idempotent=True
+        "POST",
+        "/v1/memory/search",
+        _search_page,
+        _body(scope_id, request, **extra),
+        idempotent=True,
     )
 
 

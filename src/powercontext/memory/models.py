@@ -24,6 +24,9 @@ SearchMode = Literal["auto", "fts", "vector", "hybrid"]
 ResolvedMode = Literal["fts", "vector", "hybrid"]
 Channel = Literal["fts", "vector"]
 ChangeOp = Literal["add", "revise", "retire", "reactivate"]
+RerankStatus = Literal["applied", "fallback_no_valid_rank", "degraded_provider_error", "disabled"]
+"""What the rerank stage did: reranked, fell back (RFC: no valid rank), served the coarse order
+after a provider failure (fail-open only), or made no rerank call at all."""
 
 
 def normalize_text(value: str) -> str:
@@ -193,6 +196,8 @@ class InferenceUsage(_Frozen):
     requests: int = 0
     input_tokens: int | None = None
     output_tokens: int | None = None
+    documents: int | None = None
+    """Documents sent to a dedicated rerank endpoint (which reports no chat tokens)."""
 
 
 class MemoryRerankDecision(_Frozen):
@@ -201,6 +206,10 @@ class MemoryRerankDecision(_Frozen):
     selected_ranks: tuple[int, ...]
     usage: InferenceUsage = InferenceUsage()
     truncated_ranks: tuple[int, ...] = ()
+    degraded: bool = False
+    """Fail-open only: the provider failed and `selected_ranks` is the coarse first k."""
+    cache_hit: bool = False
+    """The decision was reused from the rerank cache; no provider call was made."""
 
 
 class MemoryRerankTrace(_Frozen):
@@ -215,6 +224,38 @@ class MemoryRerankTrace(_Frozen):
     latency_ms: float
     usage: InferenceUsage
     truncated_ranks: tuple[int, ...] = ()
+    rerank_status: RerankStatus = "applied"
+    cache_hit: bool = False
+
+    def redacted(self) -> RedactedRerankTrace:
+        """The trace without candidate text, ids or scores: safe to hand to an HTTP client."""
+        return RedactedRerankTrace(
+            policy_id=self.policy_id,
+            rerank_status=self.rerank_status,
+            candidate_count=len(self.candidate_hits),
+            selected_ranks=self.selected_ranks,
+            discarded_rank_count=self.discarded_rank_count,
+            used_fallback=self.used_fallback,
+            latency_ms=self.latency_ms,
+            usage=self.usage,
+            truncated_ranks=self.truncated_ranks,
+            cache_hit=self.cache_hit,
+        )
+
+
+class RedactedRerankTrace(_Frozen):
+    """What a rerank did, without any candidate text: ranks are 1-based into the coarse pool."""
+
+    policy_id: str
+    rerank_status: RerankStatus
+    candidate_count: int
+    selected_ranks: tuple[int, ...]
+    discarded_rank_count: int
+    used_fallback: bool
+    latency_ms: float
+    usage: InferenceUsage
+    truncated_ranks: tuple[int, ...] = ()
+    cache_hit: bool = False
 
 
 class MemorySearchPage(_Frozen):
@@ -222,6 +263,10 @@ class MemorySearchPage(_Frozen):
     mode: ResolvedMode
     hits: tuple[MemoryHit, ...]
     rerank: MemoryRerankTrace | None = None
+    rerank_status: RerankStatus = "disabled"
+    """`disabled` when no rerank call was made (reranking off, or an empty coarse pool)."""
+    rerank_redacted: RedactedRerankTrace | None = None
+    """Over HTTP only, when the search asked for `include_rerank="redacted"`."""
 
 
 class MemoryWriteResult(_Frozen):

@@ -18,6 +18,7 @@ from powercontext.memory.models import (
     MemoryRef,
     MemoryRerankTrace,
     MemorySearchPage,
+    RerankStatus,
     SearchMemoryRequest,
 )
 from powercontext.memory.ports import FtsCandidate, MemoryReranker, VectorCandidate
@@ -105,7 +106,9 @@ async def run_search(
     if reranker is None or not pool:
         return MemorySearchPage(memory_ref=ref, mode=mode, hits=pool[: request.limit])
     hits, trace = await _rerank(reranker, request, pool)
-    return MemorySearchPage(memory_ref=ref, mode=mode, hits=hits, rerank=trace)
+    return MemorySearchPage(
+        memory_ref=ref, mode=mode, hits=hits, rerank=trace, rerank_status=trace.rerank_status
+    )
 
 
 async def _hits(
@@ -134,34 +137,55 @@ async def _hits(
 async def _rerank(
     reranker: MemoryReranker, request: SearchMemoryRequest, pool: tuple[MemoryHit, ...]
 ) -> tuple[tuple[MemoryHit, ...], MemoryRerankTrace]:
-    """One reranker call, no lock held; inference errors propagate (fail-closed)."""
+    """One reranker call, no lock held; inference errors propagate (fail-closed) unless a
+    GuardedReranker configured for fail-open turned an outage into a degraded decision."""
     started = time.perf_counter()
     decision = await reranker.rerank(request.query, pool, request.limit)
     latency_ms = (time.perf_counter() - started) * 1000.0
-    selection = normalize_ranks(decision.selected_ranks, len(pool), request.limit)
+    status: RerankStatus
+    if decision.degraded:
+        # The guard already chose the coarse first k; nothing the provider said is normalized.
+        selected: tuple[int, ...] = tuple(range(1, min(request.limit, len(pool)) + 1))
+        discarded: tuple[int, ...] = ()
+        used_fallback = False
+        status = "degraded_provider_error"
+    else:
+        selection = normalize_ranks(decision.selected_ranks, len(pool), request.limit)
+        selected, discarded, used_fallback = (
+            selection.selected,
+            selection.discarded,
+            selection.used_fallback,
+        )
+        status = "fallback_no_valid_rank" if used_fallback else "applied"
     trace = MemoryRerankTrace(
         policy_id=reranker.policy_id,
         candidate_hits=pool,
-        selected_ranks=selection.selected,
-        discarded_rank_count=len(selection.discarded),
-        discarded_ranks=selection.discarded,
-        used_fallback=selection.used_fallback,
+        selected_ranks=selected,
+        discarded_rank_count=len(discarded),
+        discarded_ranks=discarded,
+        used_fallback=used_fallback,
         latency_ms=latency_ms,
         usage=decision.usage,
         truncated_ranks=decision.truncated_ranks,
+        rerank_status=status,
+        cache_hit=decision.cache_hit,
     )
-    rerank_log.info(
+    log = rerank_log.warning if status == "degraded_provider_error" else rerank_log.info
+    log(
         "memory rerank",
         extra={
             "policy_id": trace.policy_id,
+            "rerank_status": status,
+            "cache_hit": decision.cache_hit,
             "candidate_count": len(pool),
-            "selected_count": len(selection.selected),
+            "selected_count": len(selected),
             "discarded_count": trace.discarded_rank_count,
             "used_fallback": trace.used_fallback,
             "latency_ms": round(latency_ms, 3),
             "requests": decision.usage.requests,
             "input_tokens": decision.usage.input_tokens,
             "output_tokens": decision.usage.output_tokens,
+            "documents": decision.usage.documents,
         },
     )
-    return resolve(pool, selection.selected), trace
+    return resolve(pool, selected), trace

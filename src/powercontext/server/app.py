@@ -21,6 +21,7 @@ from powercontext.server.metrics import ServerMetrics
 from powercontext.server.middleware import RequestContextMiddleware
 from powercontext.server.readiness import ReadinessProbe
 from powercontext.server.routes import ServerState, router
+from powercontext.server.ui import install_ui
 
 RuntimeFactory = Callable[[ServerSettings, SearchObserver], AbstractAsyncContextManager[Runtime]]
 """Opens the runtime the app serves; tests inject models with it."""
@@ -87,6 +88,7 @@ def create_app(
     app.router.routes.append(
         Route(MCP_PATH, mcp_tools, methods=["GET", "POST", "DELETE"], include_in_schema=False)
     )
+    install_ui(app, settings)  # /ui, off unless POWERCONTEXT_SERVER_UI_ENABLED=true
     install_error_handlers(app)
     app.add_middleware(
         RequestContextMiddleware,

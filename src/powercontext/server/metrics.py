@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
+from powercontext.memory.models import RerankStatus
 from powercontext.memory.service import SearchObservation
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -43,6 +44,13 @@ class ServerMetrics:
             "Reranks that returned no valid rank and fell back to the coarse order.",
             registry=self.registry,
         )
+        self.rerank_status = Counter(
+            "powercontext_memory_rerank_status",
+            "HTTP searches by rerank status: applied, fallback_no_valid_rank, "
+            "degraded_provider_error (fail-open served the coarse order) or disabled.",
+            ("status",),
+            registry=self.registry,
+        )
         self.rerank_latency = Histogram(
             "powercontext_memory_rerank_duration_seconds",
             "Latency of the memory reranker call.",
@@ -61,6 +69,9 @@ class ServerMetrics:
             self.rerank_latency.observe(observation.rerank_latency_ms / 1000.0)
             if observation.used_fallback:
                 self.fallbacks.inc()
+
+    def observe_rerank_status(self, status: RerankStatus) -> None:
+        self.rerank_status.labels(status).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -8,7 +8,7 @@ validated) and then obtains its ScopedMemory only through `_memory`, which check
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.routing import APIRoute
@@ -50,6 +50,7 @@ from powercontext.server.schemas import (
     ReadyResponse,
     RememberBatchRequest,
     RememberOneRequest,
+    RerankTraceModel,
     RetireEntryRequest,
     ReviseEntryRequest,
     SearchRequest,
@@ -131,8 +132,10 @@ def _citation(model: CitationModel) -> MemoryCitation:
     return MemoryCitation.model_validate(model.model_dump())
 
 
-def search_response(page: MemorySearchPage) -> SearchResponse:
-    """The final hits only; `page.rerank` (the trace) is deliberately dropped."""
+def search_response(
+    page: MemorySearchPage, include_rerank: Literal["none", "redacted"] = "none"
+) -> SearchResponse:
+    """The final hits and the rerank status; the trace only redacted and only when asked."""
     ref = MemoryRefModel.model_validate(page.memory_ref.model_dump()) if page.memory_ref else None
     hits = [
         HitModel(
@@ -151,7 +154,12 @@ def search_response(page: MemorySearchPage) -> SearchResponse:
         )
         for hit in page.hits
     ]
-    return SearchResponse(memory_ref=ref, mode=page.mode, hits=hits)
+    trace = None
+    if include_rerank == "redacted" and page.rerank is not None:
+        trace = RerankTraceModel.model_validate(page.rerank.redacted().model_dump())
+    return SearchResponse(
+        memory_ref=ref, mode=page.mode, hits=hits, rerank_status=page.rerank_status, rerank=trace
+    )
 
 
 def _operation_id(route: APIRoute) -> str:
@@ -195,14 +203,19 @@ async def remember(
     "/search",
     response_model=SearchResponse,
     responses=_responses(502, 504),
-    summary="Search a scope: final hits only, never the rerank trace",
+    summary="Search a scope: final hits, and a redacted rerank trace on request",
 )
 async def search(body: SearchRequest, caller: Caller, request: Request) -> Response:
     memory = _memory(request, caller, body.scope_id)
     page = await memory.search(
         SearchMemoryRequest(query=body.query, limit=body.limit, mode=body.mode)
     )
-    return _json(search_response(page))
+    state_of(request).metrics.observe_rerank_status(page.rerank_status)
+    response = search_response(page, body.include_rerank)
+    # Absent rather than null when not asked for: a client that never asks sees no new key
+    # but `rerank_status`.
+    exclude = {"rerank"} if response.rerank is None else None
+    return Response(response.model_dump_json(exclude=exclude), media_type="application/json")
 
 
 @memory_router.post(

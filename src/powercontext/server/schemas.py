@@ -3,7 +3,7 @@
 Request fields reuse the Memory core's validated types, so the bounds the server enforces are
 the runtime's own. Response models mirror the runtime's models field for field (the SDK parses
 them back into `powercontext.memory` models), except that a search hit nests its citation and
-a search response never carries the rerank trace.
+a search response carries the rerank trace only redacted, and only when asked for.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from powercontext.memory.models import (
     Metadata,
     QueryText,
     Reason,
+    RerankStatus,
     ResolvedMode,
     ScopeId,
     SearchMode,
@@ -169,6 +170,14 @@ class SearchRequest(_Wire):
             "capability_not_supported; it is never silently downgraded."
         ),
     )
+    include_rerank: Literal["none", "redacted"] = Field(
+        default="none",
+        description=(
+            "`redacted`: add the rerank trace without candidate text (`rerank` in the "
+            "response: selected ranks, counts, status, latency, usage, policy id, cache hit). "
+            "`none` (default): no trace."
+        ),
+    )
 
 
 class ListEntriesRequest(_Wire):
@@ -278,6 +287,39 @@ class HitModel(_Wire):
     matched_by: list[Channel] = Field(description="The channels that found the entry.")
 
 
+class RerankUsageModel(_Wire):
+    """Portable usage of one rerank; a field the provider does not report is null."""
+
+    requests: int = Field(description="Provider requests made (0 for a cache hit).")
+    input_tokens: int | None = Field(default=None, description="Chat input tokens (llm).")
+    output_tokens: int | None = Field(default=None, description="Chat output tokens (llm).")
+    documents: int | None = Field(default=None, description="Documents sent (endpoint).")
+
+
+class RerankTraceModel(_Wire):
+    """A redacted rerank trace: positions and counts, never candidate text, ids or scores."""
+
+    policy_id: str = Field(description="The rerank policy that decided, with its version.")
+    rerank_status: RerankStatus = Field(description="See the response's `rerank_status`.")
+    candidate_count: int = Field(description="Size of the coarse pool shown to the reranker.")
+    selected_ranks: list[int] = Field(
+        description="1-based coarse ranks of the final hits, in final order."
+    )
+    discarded_rank_count: int = Field(
+        description="Ranks the reranker returned that were dropped (duplicate, out of range, "
+        "beyond the limit)."
+    )
+    used_fallback: bool = Field(description="True when no valid rank came back (RFC fallback).")
+    latency_ms: float = Field(description="Time spent in the rerank stage.")
+    usage: RerankUsageModel
+    truncated_ranks: list[int] = Field(
+        default_factory=list, description="Ranks whose text was cut to the per-candidate budget."
+    )
+    cache_hit: bool = Field(
+        default=False, description="The decision was reused from the rerank cache."
+    )
+
+
 class SearchResponse(_Wire):
     """The final hits, best first. Reranking, when enabled, changes their order, not this shape."""
 
@@ -286,6 +328,19 @@ class SearchResponse(_Wire):
     )
     mode: ResolvedMode = Field(description="The mode actually used: fts, vector or hybrid.")
     hits: list[HitModel] = Field(description="At most `limit` hits.")
+    rerank_status: RerankStatus = Field(
+        default="disabled",
+        description=(
+            "`applied` (reranked), `fallback_no_valid_rank` (the reranker answered no usable "
+            "rank: coarse order), `degraded_provider_error` (fail-open deployments only: the "
+            "provider timed out or was unavailable, coarse order served) or `disabled` (no "
+            "rerank call: reranking off, or nothing to rerank)."
+        ),
+    )
+    rerank: RerankTraceModel | None = Field(
+        default=None,
+        description="Only with `include_rerank: redacted` and a rerank call; else absent.",
+    )
 
 
 class EntriesPageModel(_Wire):
