@@ -61,6 +61,8 @@ class RuntimeConfig(_Group):
     """Keep only candidates scoring at least this (sparse selection); unset: keep all."""
     memory_rerank_endpoint_top_k: int | None = Field(default=None, ge=1, le=100)
     """At most this many selected candidates (and the caller's limit, whichever is smaller)."""
+    memory_rerank_endpoint_documents_field: Literal["documents", "texts"] = "documents"
+    """The request's list of candidate texts: `documents` (Cohere, Jina) or `texts` (TEI)."""
     search_min_similarity: float = Field(default=0.3, ge=-1.0, le=1.0)
     search_rrf_k: int = Field(default=60, ge=1, le=10_000)
     search_rrf_weight_fts: float = Field(default=1.0, ge=0.0, le=100.0)

@@ -174,5 +174,11 @@ async def open_runtime(
     try:
         yield Runtime(settings=settings, store=store, memory=service)
     finally:
+        # A built-in reranker that holds connections (the endpoint adapter) is ours to close;
+        # an injected one belongs to the caller.
+        inner = reranker.inner if isinstance(reranker, GuardedReranker) else reranker
+        close = getattr(inner, "aclose", None) if memory_reranker is None else None
+        if close is not None:
+            await close()
         if owned:
             await store.close()

@@ -94,15 +94,15 @@ def _search_page(payload: Any) -> MemorySearchPage:
         for hit in payload["hits"]
     )
     ref = payload.get("memory_ref")
-    # A server older than the rerank status sends neither key: that server never reranked
-    # visibly, so "disabled" and no trace are what it would have said.
+    # The status is absent unless asked for (or the deployment is fail-open), and always absent
+    # from older servers: None says "not reported", never a guess.
     trace = payload.get("rerank")
     return MemorySearchPage(
         memory_ref=MemoryRef.model_validate(ref) if ref else None,
         mode=payload["mode"],
         hits=hits,
         rerank=None,
-        rerank_status=payload.get("rerank_status", "disabled"),
+        rerank_status=payload.get("rerank_status"),
         rerank_redacted=RedactedRerankTrace.model_validate(trace) if trace else None,
     )
 

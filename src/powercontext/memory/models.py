@@ -263,8 +263,9 @@ class MemorySearchPage(_Frozen):
     mode: ResolvedMode
     hits: tuple[MemoryHit, ...]
     rerank: MemoryRerankTrace | None = None
-    rerank_status: RerankStatus = "disabled"
-    """`disabled` when no rerank call was made (reranking off, or an empty coarse pool)."""
+    rerank_status: RerankStatus | None = "disabled"
+    """`disabled` when no rerank call was made (reranking off, or an empty coarse pool). None
+    only from the SDK, when the server did not report it (see `include_rerank`)."""
     rerank_redacted: RedactedRerankTrace | None = None
     """Over HTTP only, when the search asked for `include_rerank="redacted"`."""
 

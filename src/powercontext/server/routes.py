@@ -133,9 +133,13 @@ def _citation(model: CitationModel) -> MemoryCitation:
 
 
 def search_response(
-    page: MemorySearchPage, include_rerank: Literal["none", "redacted"] = "none"
+    page: MemorySearchPage,
+    include_rerank: Literal["none", "redacted"] = "none",
+    *,
+    report_status: bool = False,
 ) -> SearchResponse:
-    """The final hits and the rerank status; the trace only redacted and only when asked."""
+    """The final hits; the rerank status when asked or reported; the trace only redacted and
+    only when asked. `page.rerank` itself (with candidate text) never leaves the process."""
     ref = MemoryRefModel.model_validate(page.memory_ref.model_dump()) if page.memory_ref else None
     hits = [
         HitModel(
@@ -157,8 +161,9 @@ def search_response(
     trace = None
     if include_rerank == "redacted" and page.rerank is not None:
         trace = RerankTraceModel.model_validate(page.rerank.redacted().model_dump())
+    status = page.rerank_status if report_status or include_rerank == "redacted" else None
     return SearchResponse(
-        memory_ref=ref, mode=page.mode, hits=hits, rerank_status=page.rerank_status, rerank=trace
+        memory_ref=ref, mode=page.mode, hits=hits, rerank_status=status, rerank=trace
     )
 
 
@@ -210,12 +215,16 @@ async def search(body: SearchRequest, caller: Caller, request: Request) -> Respo
     page = await memory.search(
         SearchMemoryRequest(query=body.query, limit=body.limit, mode=body.mode)
     )
-    state_of(request).metrics.observe_rerank_status(page.rerank_status)
-    response = search_response(page, body.include_rerank)
-    # Absent rather than null when not asked for: a client that never asks sees no new key
-    # but `rerank_status`.
-    exclude = {"rerank"} if response.rerank is None else None
-    return Response(response.model_dump_json(exclude=exclude), media_type="application/json")
+    state = state_of(request)
+    assert page.rerank_status is not None, "the runtime always reports a status"
+    state.metrics.observe_rerank_status(page.rerank_status)
+    assert state.runtime is not None
+    # A fail-open deployment always reports the status: a degraded page must be told apart
+    # from a reranked one even by a client that never asks for the trace. Otherwise the keys
+    # are absent (SearchResponse omits them), so a client that does not ask sees no change.
+    fail_open = state.runtime.settings.runtime.memory_rerank_failure_policy == "fail_open"
+    response = search_response(page, body.include_rerank, report_status=fail_open)
+    return _json(response)
 
 
 @memory_router.post(

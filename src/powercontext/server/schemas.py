@@ -287,6 +287,10 @@ class HitModel(_Wire):
     matched_by: list[Channel] = Field(description="The channels that found the entry.")
 
 
+def _is_none(value: object) -> bool:
+    return value is None
+
+
 class RerankUsageModel(_Wire):
     """Portable usage of one rerank; a field the provider does not report is null."""
 
@@ -311,7 +315,7 @@ class RerankTraceModel(_Wire):
     )
     used_fallback: bool = Field(description="True when no valid rank came back (RFC fallback).")
     latency_ms: float = Field(description="Time spent in the rerank stage.")
-    usage: RerankUsageModel
+    usage: RerankUsageModel = Field(description="Requests, tokens or documents spent.")
     truncated_ranks: list[int] = Field(
         default_factory=list, description="Ranks whose text was cut to the per-candidate budget."
     )
@@ -328,9 +332,14 @@ class SearchResponse(_Wire):
     )
     mode: ResolvedMode = Field(description="The mode actually used: fts, vector or hybrid.")
     hits: list[HitModel] = Field(description="At most `limit` hits.")
-    rerank_status: RerankStatus = Field(
-        default="disabled",
+    # Absent rather than null when not reported, in every transport that dumps this model: a
+    # client that never asks sees exactly the response it saw before these fields existed.
+    rerank_status: RerankStatus | None = Field(
+        default=None,
+        exclude_if=_is_none,
         description=(
+            "Present when the search asked for `include_rerank: redacted`, and on every search "
+            "of a fail-open deployment (absent otherwise, so existing clients see no change). "
             "`applied` (reranked), `fallback_no_valid_rank` (the reranker answered no usable "
             "rank: coarse order), `degraded_provider_error` (fail-open deployments only: the "
             "provider timed out or was unavailable, coarse order served) or `disabled` (no "
@@ -339,6 +348,7 @@ class SearchResponse(_Wire):
     )
     rerank: RerankTraceModel | None = Field(
         default=None,
+        exclude_if=_is_none,
         description="Only with `include_rerank: redacted` and a rerank call; else absent.",
     )
 

@@ -1,0 +1,97 @@
+"""The rerank guard: deadline, failure policy and cache around any MemoryReranker.
+
+Pure domain code. The guard is itself a MemoryReranker with the inner policy's id, so the
+search pipeline sees one port; what the guard did travels back in the decision's `degraded`
+and `cache_hit` fields and ends up in the trace. Without a deadline, with `fail_closed` and no
+cache, composition does not wrap at all, so the RFC's behaviour stays exactly as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Literal
+
+from powercontext.memory.errors import (
+    InferenceTimeoutError,
+    InferenceUnavailableError,
+)
+from powercontext.memory.models import MemoryHit, MemoryRerankDecision
+from powercontext.memory.ports import MemoryReranker
+from powercontext.memory.rerank.cache import RerankCache
+
+FailurePolicy = Literal["fail_closed", "fail_open"]
+
+# Only a provider that did not answer, or not in time, is an outage. A provider that answered
+# with invalid output stays fail-closed even under fail_open: that is a broken model or
+# configuration, which serving the coarse order would hide for good.
+_OUTAGES = (InferenceTimeoutError, InferenceUnavailableError)
+
+
+def coarse_decision(candidate_count: int, limit: int) -> MemoryRerankDecision:
+    """The fail-open answer: the coarse first k, marked degraded."""
+    return MemoryRerankDecision(
+        selected_ranks=tuple(range(1, min(limit, candidate_count) + 1)), degraded=True
+    )
+
+
+class GuardedReranker:
+    """Wraps `inner` with an optional deadline, a failure policy and an optional cache.
+
+    `timeout_seconds` bounds the whole inner call (all its requests and retries); on expiry the
+    call is cancelled and counts as an InferenceTimeoutError, so under `fail_open` the coarse
+    order is served right after the deadline rather than after the provider's own timeout.
+    """
+
+    def __init__(
+        self,
+        inner: MemoryReranker,
+        *,
+        failure_policy: FailurePolicy = "fail_closed",
+        timeout_seconds: float | None = None,
+        cache: RerankCache | None = None,
+    ) -> None:
+        if failure_policy not in ("fail_closed", "fail_open"):
+            raise ValueError(f"unknown failure policy {failure_policy!r}")
+        if timeout_seconds is not None and not (
+            timeout_seconds > 0 and math.isfinite(timeout_seconds)
+        ):
+            raise ValueError("timeout_seconds must be a positive number")
+        self.inner = inner
+        # The guard decides nothing itself: the trace names the inner policy.
+        self.policy_id: str = inner.policy_id
+        self.failure_policy: FailurePolicy = failure_policy
+        self.timeout_seconds = timeout_seconds
+        self.cache = cache
+
+    async def rerank(
+        self, query: str, candidates: tuple[MemoryHit, ...], limit: int
+    ) -> MemoryRerankDecision:
+        key = None
+        if self.cache is not None:
+            key = self.cache.key(self.policy_id, query, candidates, limit)
+            cached = self.cache.get(key)
+            if cached is not None:
+                return cached.model_copy(update={"cache_hit": True})
+        try:
+            decision = await self._call(query, candidates, limit)
+        except _OUTAGES:
+            if self.failure_policy == "fail_open":
+                return coarse_decision(len(candidates), limit)
+            raise
+        if key is not None and self.cache is not None:
+            self.cache.put(key, decision)
+        return decision
+
+    async def _call(
+        self, query: str, candidates: tuple[MemoryHit, ...], limit: int
+    ) -> MemoryRerankDecision:
+        if self.timeout_seconds is None:
+            return await self.inner.rerank(query, candidates, limit)
+        try:
+            async with asyncio.timeout(self.timeout_seconds):
+                return await self.inner.rerank(query, candidates, limit)
+        except TimeoutError as exc:
+            raise InferenceTimeoutError(
+                f"memory rerank exceeded its deadline of {self.timeout_seconds:g}s"
+            ) from exc

@@ -1,0 +1,257 @@
+"""MCP tools at /mcp, driven by the official SDK client against the live uvicorn servers."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult
+
+from powercontext.server.mcp import MEMORY_TOOLS
+from powercontext.server.schemas import (
+    EntriesPageModel,
+    EntryModel,
+    GetEntryRequest,
+    ListEntriesRequest,
+    RememberOneRequest,
+    RetireEntryRequest,
+    SearchRequest,
+    SearchResponse,
+    WriteResultModel,
+)
+from tests.http.conftest import KEY_A, KEY_ALL, KEY_B, Served
+
+TOOL_MODELS = {
+    "remember": (RememberOneRequest, WriteResultModel),
+    "search": (SearchRequest, SearchResponse),
+    "list_entries": (ListEntriesRequest, EntriesPageModel),
+    "get_entry": (GetEntryRequest, EntryModel),
+    "retire_entry": (RetireEntryRequest, WriteResultModel),
+}
+
+
+@asynccontextmanager
+async def mcp_client(
+    served: Served, key: str | None = None, *, mode: str = "auto"
+) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    http = httpx2.AsyncClient(headers=headers, timeout=30)
+    transport = streamable_http_client(f"{served.url}/mcp", http_client=http)
+    async with http, Client(transport, mode=mode, cache=None) as client:  # type: ignore[arg-type]
+        yield client
+
+
+def _ok(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    assert isinstance(result.structured_content, dict)
+    # The text block carries the same JSON, for clients without structured content.
+    text = result.content[0]
+    assert text.type == "text"
+    assert json.loads(text.text) == result.structured_content
+    return result.structured_content
+
+
+def _error_text(result: CallToolResult) -> str:
+    assert result.is_error
+    assert result.structured_content is None
+    text = result.content[0]
+    assert text.type == "text"
+    return text.text
+
+
+def _unique(word: str) -> str:
+    return f"{word}{uuid.uuid4().hex[:8]}"
+
+
+async def test_tools_are_listed_with_the_v1_model_schemas(open_server: Served) -> None:
+    async with mcp_client(open_server) as client:
+        listing = await client.list_tools()
+    tools = {tool.name: tool for tool in listing.tools}
+    assert set(tools) == set(TOOL_MODELS) == {tool.name for tool in MEMORY_TOOLS}
+    for name, (request, response) in TOOL_MODELS.items():
+        assert tools[name].input_schema == request.model_json_schema(mode="validation")
+        assert tools[name].output_schema == response.model_json_schema(mode="serialization")
+        assert tools[name].description
+    assert tools["search"].annotations is not None
+    assert tools["search"].annotations.read_only_hint is True
+    assert tools["retire_entry"].annotations is not None
+    assert tools["retire_entry"].annotations.destructive_hint is True
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_each_tool_round_trips(open_server: Served, fresh_scope: str, mode: str) -> None:
+    word = _unique("heron")
+    async with mcp_client(open_server, mode=mode) as client:
+        first = _ok(
+            await client.call_tool(
+                "remember",
+                {"scope_id": fresh_scope, "text": f"the {word} nests by the lake", "kind": "fact"},
+            )
+        )
+        second = _ok(
+            await client.call_tool(
+                "remember",
+                {"scope_id": fresh_scope, "text": f"a {word} ate a fish", "metadata": {"n": 2}},
+            )
+        )
+        assert first["memory_ref"]["revision"] == 1 and second["memory_ref"]["revision"] == 2
+
+        found = _ok(await client.call_tool("search", {"scope_id": fresh_scope, "query": word}))
+        SearchResponse.model_validate(found)
+        assert found["memory_ref"] == {"scope_id": fresh_scope, "revision": 2}
+        # The scripted reranker reverses the coarse pool, so this is the reranked order.
+        texts = [hit["text"] for hit in found["hits"]]
+        assert sorted(texts) == sorted([f"the {word} nests by the lake", f"a {word} ate a fish"])
+        assert "rerank" not in found
+
+        listed = _ok(await client.call_tool("list_entries", {"scope_id": fresh_scope}))
+        assert [e["text"] for e in listed["entries"]] == [
+            f"the {word} nests by the lake",
+            f"a {word} ate a fish",
+        ]
+        assert listed["entries"][1]["metadata"] == {"n": 2}
+
+        citation = first["entries"][0]["citation"]
+        entry = _ok(
+            await client.call_tool("get_entry", {"scope_id": fresh_scope, "citation": citation})
+        )
+        assert entry["text"] == f"the {word} nests by the lake" and entry["active"] is True
+
+        retired = _ok(
+            await client.call_tool(
+                "retire_entry",
+                {"scope_id": fresh_scope, "citation": citation, "reason": "moved away"},
+            )
+        )
+        assert retired["memory_ref"]["revision"] == 3 and retired["entries"] == []
+
+        after = _ok(await client.call_tool("search", {"scope_id": fresh_scope, "query": word}))
+        assert [hit["text"] for hit in after["hits"]] == [f"a {word} ate a fish"]
+        again = _ok(
+            await client.call_tool("get_entry", {"scope_id": fresh_scope, "citation": citation})
+        )
+        assert again["active"] is False
+
+
+async def test_tool_errors_name_the_code_without_echoing_input(
+    open_server: Served, fresh_scope: str
+) -> None:
+    secret = _unique("secret-text-")
+    async with mcp_client(open_server) as client:
+        invalid = await client.call_tool(
+            "remember", {"scope_id": fresh_scope, "text": secret, "kind": "k" * 500}
+        )
+        text = _error_text(invalid)
+        assert text.startswith("validation_error: kind:")
+        assert secret not in text and "k" * 100 not in text
+
+        missing = await client.call_tool(
+            "get_entry",
+            {
+                "scope_id": fresh_scope,
+                "citation": {
+                    "memory_ref": {"scope_id": fresh_scope, "revision": 1},
+                    "entry_id": "nope",
+                    "entry_version_id": "nope",
+                },
+            },
+        )
+        assert _error_text(missing).startswith("not_found:")
+
+        _ok(await client.call_tool("remember", {"scope_id": fresh_scope, "text": "one entry"}))
+        conflict = await client.call_tool(
+            "remember", {"scope_id": fresh_scope, "text": "stale write", "expected_revision": 0}
+        )
+        text = _error_text(conflict)
+        assert text.startswith("revision_conflict:")
+        assert '"actual_revision": 1' in text
+
+
+async def test_missing_or_unknown_key_is_refused_over_http(auth_server: Served) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    async with httpx.AsyncClient(base_url=auth_server.url) as http:
+        responses = [
+            await http.post("/mcp", json=body, headers=headers | auth)
+            for auth in ({}, {"Authorization": "Bearer not-a-configured-key"})
+        ]
+    for response in responses:
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"] == "Bearer"
+        assert response.json()["error"]["code"] == "unauthorized"
+    # The SDK client surfaces the refused handshake as an MCPError (inside its task groups).
+    with pytest.raises(BaseException) as failure:
+        async with mcp_client(auth_server, "wrong-key-0000") as client:
+            await client.list_tools()
+    assert any(isinstance(exc, MCPError) for exc in _leaves(failure.value))
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+async def test_a_key_only_reaches_its_own_scopes(auth_server: Served) -> None:
+    word = _unique("otter")
+    async with mcp_client(auth_server, KEY_A) as client_a:
+        written = _ok(
+            await client_a.call_tool("remember", {"scope_id": "scope-a", "text": f"{word} in a"})
+        )
+        denied_write = await client_a.call_tool(
+            "remember", {"scope_id": "scope-b", "text": f"{word} sneaks into b"}
+        )
+        assert _error_text(denied_write).startswith("forbidden:")
+    citation = written["entries"][0]["citation"]
+
+    async with mcp_client(auth_server, KEY_B) as client_b:
+        calls: list[tuple[str, dict[str, Any]]] = [
+            ("search", {"scope_id": "scope-a", "query": word}),
+            ("list_entries", {"scope_id": "scope-a"}),
+            ("get_entry", {"scope_id": "scope-a", "citation": citation}),
+            ("retire_entry", {"scope_id": "scope-a", "citation": citation}),
+        ]
+        for name, arguments in calls:
+            text = _error_text(await client_b.call_tool(name, arguments))
+            assert text.startswith("forbidden:"), name
+            assert word not in text
+        # Naming its own scope with scope-a's citation finds nothing either.
+        crossed = await client_b.call_tool(
+            "get_entry", {"scope_id": "scope-b", "citation": citation}
+        )
+        assert _error_text(crossed).startswith("not_found:")
+        own = _ok(await client_b.call_tool("search", {"scope_id": "scope-b", "query": word}))
+        assert own["hits"] == []
+
+    async with mcp_client(auth_server, KEY_ALL) as client_all:
+        found = _ok(await client_all.call_tool("search", {"scope_id": "scope-a", "query": word}))
+        assert [hit["text"] for hit in found["hits"]] == [f"{word} in a"]
+        listed = _ok(await client_all.call_tool("list_entries", {"scope_id": "scope-b"}))
+        assert all(word not in e["text"] for e in listed["entries"])
+
+
+def test_foreign_host_header_is_rejected(open_server: Served) -> None:
+    """DNS rebinding: a loopback server answers only for loopback Host headers."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    response = httpx.post(
+        f"{open_server.url}/mcp",
+        json=body,
+        headers={"Host": "evil.example", "Accept": "application/json, text/event-stream"},
+    )
+    assert response.status_code in (400, 403, 421)
+
+
+def test_mcp_is_not_in_the_v1_schema(open_server: Served) -> None:
+    schema = httpx.get(f"{open_server.url}/openapi.json").json()
+    assert not any(path.startswith("/mcp") for path in schema["paths"])
+    from powercontext.server import create_app
+
+    assert "/mcp" not in create_app().generated_openapi()["paths"]
