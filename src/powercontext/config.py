@@ -47,7 +47,11 @@ class RuntimeConfig(_Group):
     marked `degraded_provider_error`; invalid provider output stays fail-closed."""
     memory_rerank_timeout_seconds: float | None = Field(default=None, gt=0, le=3600)
     """The rerank stage's own deadline (all requests and retries of one rerank); unset: only
-    the provider's timeout applies. Keep it below the caller's request deadline."""
+    the provider's timeout (and search_timeout_seconds) applies."""
+    search_timeout_seconds: float | None = Field(default=None, gt=0, le=3600)
+    """A search's deadline from its start: the rerank stage ends 50 ms before it, so that a
+    fail-open search serves the coarse page in time. Set it to the callers' request timeout
+    or a little under; unset: no search deadline."""
     memory_rerank_cache_ttl_seconds: float = Field(default=0.0, ge=0, le=86_400)
     """Reuse a decision for the same policy, query, candidate versions and limit; 0: off."""
     memory_rerank_cache_max_entries: int = Field(default=1024, ge=1, le=1_000_000)

@@ -61,6 +61,7 @@ def search_config(settings: ServerSettings) -> SearchConfig:
         rrf_k=runtime.search_rrf_k,
         weight_fts=runtime.search_rrf_weight_fts,
         weight_vector=runtime.search_rrf_weight_vector,
+        timeout_seconds=runtime.search_timeout_seconds,
         analyzer=AnalyzerConfig(
             language=runtime.analyzer_language,
             drop_query_stopwords=runtime.analyzer_drop_query_stopwords,
@@ -112,6 +113,7 @@ def guard_reranker(settings: ServerSettings, reranker: MemoryReranker) -> Memory
     if (
         cache is None
         and runtime.memory_rerank_timeout_seconds is None
+        and runtime.search_timeout_seconds is None
         and runtime.memory_rerank_failure_policy == "fail_closed"
     ):
         return reranker

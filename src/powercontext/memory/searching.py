@@ -22,6 +22,7 @@ from powercontext.memory.models import (
     SearchMemoryRequest,
 )
 from powercontext.memory.ports import FtsCandidate, MemoryReranker, VectorCandidate
+from powercontext.memory.rerank.deadline import search_deadline
 from powercontext.memory.search.admission import admit_fts, admit_vector
 from powercontext.memory.search.analyze import query_terms
 from powercontext.memory.search.fusion import FusedCandidate, fuse_rrf
@@ -45,6 +46,9 @@ async def run_search(
     service: MemoryService, scope_id: str, request: SearchMemoryRequest
 ) -> MemorySearchPage:
     store, embedder, config = service.store, service.embedder, service.config
+    deadline = None
+    if config.timeout_seconds is not None:
+        deadline = asyncio.get_running_loop().time() + config.timeout_seconds
     head = await store.head(scope_id)
     profile = embedder.profile if embedder is not None else None
     missing = 0
@@ -105,7 +109,8 @@ async def run_search(
     ref = MemoryRef(scope_id=scope_id, revision=head)
     if reranker is None or not pool:
         return MemorySearchPage(memory_ref=ref, mode=mode, hits=pool[: request.limit])
-    hits, trace = await _rerank(reranker, request, pool)
+    with search_deadline(deadline):
+        hits, trace = await _rerank(reranker, request, pool)
     return MemorySearchPage(
         memory_ref=ref, mode=mode, hits=hits, rerank=trace, rerank_status=trace.rerank_status
     )

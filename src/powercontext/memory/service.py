@@ -62,6 +62,8 @@ class SearchConfig:
     embedding_batch_size: int = 64
     index: IndexTextConfig = field(default_factory=IndexTextConfig)
     """What the channels index per entry: template and contextual neighbours."""
+    timeout_seconds: float | None = None
+    """The search's deadline from its start; the rerank stage ends before it (rerank guard)."""
 
 
 @dataclass(frozen=True, slots=True)

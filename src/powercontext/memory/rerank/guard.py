@@ -19,6 +19,7 @@ from powercontext.memory.errors import (
 from powercontext.memory.models import MemoryHit, MemoryRerankDecision
 from powercontext.memory.ports import MemoryReranker
 from powercontext.memory.rerank.cache import RerankCache
+from powercontext.memory.rerank.deadline import rerank_deadline
 
 FailurePolicy = Literal["fail_closed", "fail_open"]
 
@@ -38,9 +39,10 @@ def coarse_decision(candidate_count: int, limit: int) -> MemoryRerankDecision:
 class GuardedReranker:
     """Wraps `inner` with an optional deadline, a failure policy and an optional cache.
 
-    `timeout_seconds` bounds the whole inner call (all its requests and retries); on expiry the
-    call is cancelled and counts as an InferenceTimeoutError, so under `fail_open` the coarse
-    order is served right after the deadline rather than after the provider's own timeout.
+    `timeout_seconds` bounds the whole inner call (all its requests and retries), and so does
+    the search's own deadline when it has one (see `deadline.py`), whichever ends first; on
+    expiry the call is cancelled and counts as an InferenceTimeoutError, so under `fail_open`
+    the coarse order is served in time rather than after the provider's own timeout.
     """
 
     def __init__(
@@ -86,12 +88,15 @@ class GuardedReranker:
     async def _call(
         self, query: str, candidates: tuple[MemoryHit, ...], limit: int
     ) -> MemoryRerankDecision:
-        if self.timeout_seconds is None:
+        deadline, which = rerank_deadline(self.timeout_seconds)
+        if deadline is None:
             return await self.inner.rerank(query, candidates, limit)
+        if deadline <= asyncio.get_running_loop().time():
+            # The coarse stages used up the search's budget: asking the provider now could
+            # only make the page late.
+            raise InferenceTimeoutError(f"memory rerank had no time left before {which}")
         try:
-            async with asyncio.timeout(self.timeout_seconds):
+            async with asyncio.timeout_at(deadline):
                 return await self.inner.rerank(query, candidates, limit)
         except TimeoutError as exc:
-            raise InferenceTimeoutError(
-                f"memory rerank exceeded its deadline of {self.timeout_seconds:g}s"
-            ) from exc
+            raise InferenceTimeoutError(f"memory rerank exceeded {which}") from exc
