@@ -117,7 +117,8 @@ async def _caller(
 Caller = Annotated[KeyGrant, Depends(_caller)]
 
 
-def _memory(request: Request, caller: KeyGrant, scope_id: str) -> ScopedMemory:
+def scoped_memory(request: Request, caller: KeyGrant, scope_id: str) -> ScopedMemory:
+    """The caller's view of `scope_id`, refused (403) unless the key may use it."""
     caller.require(scope_id)
     runtime = state_of(request).runtime
     assert runtime is not None, "the lifespan opens the runtime before serving"
@@ -186,7 +187,7 @@ memory_router = APIRouter(
 async def remember(
     body: RememberOneRequest | RememberBatchRequest, caller: Caller, request: Request
 ) -> Response:
-    memory = _memory(request, caller, body.scope_id)
+    memory = scoped_memory(request, caller, body.scope_id)
     if isinstance(body, RememberOneRequest):
         one = RememberMemoryRequest.model_validate(body.model_dump(exclude={"scope_id"}))
         return _json(await memory.remember(one))
@@ -211,7 +212,7 @@ async def remember(
     summary="Search a scope: final hits, and a redacted rerank trace on request",
 )
 async def search(body: SearchRequest, caller: Caller, request: Request) -> Response:
-    memory = _memory(request, caller, body.scope_id)
+    memory = scoped_memory(request, caller, body.scope_id)
     page = await memory.search(
         SearchMemoryRequest(query=body.query, limit=body.limit, mode=body.mode)
     )
@@ -231,7 +232,7 @@ async def search(body: SearchRequest, caller: Caller, request: Request) -> Respo
     "/entries/list", response_model=EntriesPageModel, responses=_responses(404), summary="List"
 )
 async def list_entries(body: ListEntriesRequest, caller: Caller, request: Request) -> Response:
-    memory = _memory(request, caller, body.scope_id)
+    memory = scoped_memory(request, caller, body.scope_id)
     page = await memory.list(revision=body.revision, cursor=body.cursor, limit=body.limit)
     return _json(page)
 
@@ -240,7 +241,7 @@ async def list_entries(body: ListEntriesRequest, caller: Caller, request: Reques
     "/entries/get", response_model=EntryModel, responses=_responses(404), summary="Get a citation"
 )
 async def get_entry(body: GetEntryRequest, caller: Caller, request: Request) -> Response:
-    memory = _memory(request, caller, body.scope_id)
+    memory = scoped_memory(request, caller, body.scope_id)
     entry = await memory.get(_citation(body.citation))
     if entry is None:
         raise NotFoundError("the citation names no entry version in this scope")
@@ -254,7 +255,7 @@ async def get_entry(body: GetEntryRequest, caller: Caller, request: Request) -> 
     summary="Revise an entry",
 )
 async def revise_entry(body: ReviseEntryRequest, caller: Caller, request: Request) -> Response:
-    memory = _memory(request, caller, body.scope_id)
+    memory = scoped_memory(request, caller, body.scope_id)
     fields = body.model_dump(exclude={"scope_id", "citation"})
     revised = ReviseMemoryRequest.model_validate(fields | {"citation": _citation(body.citation)})
     return _json(await memory.revise(revised))
@@ -267,7 +268,7 @@ async def revise_entry(body: ReviseEntryRequest, caller: Caller, request: Reques
     summary="Retire an entry",
 )
 async def retire_entry(body: RetireEntryRequest, caller: Caller, request: Request) -> Response:
-    memory = _memory(request, caller, body.scope_id)
+    memory = scoped_memory(request, caller, body.scope_id)
     retired = RetireMemoryRequest(
         citation=_citation(body.citation),
         reason=body.reason,
@@ -285,7 +286,7 @@ async def retire_entry(body: RetireEntryRequest, caller: Caller, request: Reques
 async def reactivate_entry(
     body: ReactivateEntryRequest, caller: Caller, request: Request
 ) -> Response:
-    memory = _memory(request, caller, body.scope_id)
+    memory = scoped_memory(request, caller, body.scope_id)
     reactivated = ReactivateMemoryRequest(
         citation=_citation(body.citation),
         reason=body.reason,
@@ -298,7 +299,7 @@ async def reactivate_entry(
     "/changes", response_model=ChangesPageModel, responses=_responses(), summary="Change log"
 )
 async def changes(body: ChangesRequest, caller: Caller, request: Request) -> Response:
-    memory = _memory(request, caller, body.scope_id)
+    memory = scoped_memory(request, caller, body.scope_id)
     return _json(await memory.changes(body.since_revision, limit=body.limit))
 
 
@@ -306,7 +307,7 @@ async def changes(body: ChangesRequest, caller: Caller, request: Request) -> Res
     "/head", response_model=HeadResponse, responses=_responses(), summary="Head revision"
 )
 async def head(body: HeadRequest, caller: Caller, request: Request) -> Response:
-    memory = _memory(request, caller, body.scope_id)
+    memory = scoped_memory(request, caller, body.scope_id)
     ref = await memory.head()
     model = MemoryRefModel.model_validate(ref.model_dump()) if ref else None
     return _json(HeadResponse(memory_ref=model))

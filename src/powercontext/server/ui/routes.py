@@ -13,10 +13,9 @@ from __future__ import annotations
 import json
 import time
 from importlib.resources import files
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
@@ -30,9 +29,7 @@ from powercontext.memory.models import (
     ScopeId,
     SearchMemoryRequest,
 )
-from powercontext.memory.scoped import ScopedMemory
-from powercontext.server.auth import KeyGrant
-from powercontext.server.routes import state_of
+from powercontext.server.routes import Caller, scoped_memory, state_of
 from powercontext.server.schemas import MAX_ID_CHARS, ListEntriesRequest, SearchRequest
 
 UI_PATH = "/ui"
@@ -65,27 +62,6 @@ class HistoryRequest(BaseModel):
 
     scope_id: ScopeId
     entry_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
-
-
-_bearer = HTTPBearer(auto_error=False)
-
-
-async def _caller(
-    request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> KeyGrant:
-    token = credentials.credentials if credentials is not None else None
-    return state_of(request).authority.authenticate(token)
-
-
-Caller = Annotated[KeyGrant, Depends(_caller)]
-
-
-def _memory(request: Request, caller: KeyGrant, scope_id: str) -> ScopedMemory:
-    caller.require(scope_id)
-    runtime = state_of(request).runtime
-    assert runtime is not None, "the lifespan opens the runtime before serving"
-    return runtime.memory.for_scope(scope_id)
 
 
 def _json(payload: Any) -> Response:
@@ -166,7 +142,7 @@ async def scopes(caller: Caller, request: Request) -> Response:
 
 @ui_router.post(UI_PATH + "/api/search")
 async def search(body: SearchRequest, caller: Caller, request: Request) -> Response:
-    memory = _memory(request, caller, body.scope_id)
+    memory = scoped_memory(request, caller, body.scope_id)
     runtime = state_of(request).runtime
     assert runtime is not None
     started = time.perf_counter()
@@ -190,7 +166,7 @@ async def search(body: SearchRequest, caller: Caller, request: Request) -> Respo
 
 @ui_router.post(UI_PATH + "/api/entries")
 async def entries(body: ListEntriesRequest, caller: Caller, request: Request) -> Response:
-    memory = _memory(request, caller, body.scope_id)
+    memory = scoped_memory(request, caller, body.scope_id)
     page = await memory.list(revision=body.revision, cursor=body.cursor, limit=body.limit)
     return _json(
         {
@@ -204,7 +180,7 @@ async def entries(body: ListEntriesRequest, caller: Caller, request: Request) ->
 @ui_router.post(UI_PATH + "/api/history")
 async def history(body: HistoryRequest, caller: Caller, request: Request) -> Response:
     """Every version of one entry, oldest first, with the change that wrote or retired it."""
-    memory = _memory(request, caller, body.scope_id)
+    memory = scoped_memory(request, caller, body.scope_id)
     head = await memory.head()
     changes: list[dict[str, Any]] = []
     since, scanned = 0, 0
