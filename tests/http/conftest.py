@@ -28,7 +28,7 @@ from powercontext.runtime import Runtime, open_runtime
 from powercontext.server import create_app
 from powercontext.storage.sqlite import SqliteMemoryStore
 from powercontext.storage.sqlite.connections import ConnectionOptions
-from tests.http.live import ScriptedReranker, live_server
+from tests.http.live import ScriptedReranker, live_server, with_reranker
 
 KEY_A = "key-for-scope-a-0001"
 KEY_B = "key-for-scope-b-0002"
@@ -66,10 +66,7 @@ def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     db = tmp_path_factory.mktemp("open") / "open.db"
     reranker = ScriptedReranker()
 
-    def factory(
-        settings: ServerSettings, observer: SearchObserver
-    ) -> AbstractAsyncContextManager[Runtime]:
-        return open_runtime(settings, memory_reranker=reranker, search_observer=observer)
+    factory = with_reranker(reranker)
 
     app = create_app(_settings(db, "hash"), runtime_factory=factory)
     with live_server(app) as server:

@@ -18,7 +18,18 @@ from powercontext.memory.errors import (
     InvalidInferenceOutputError,
 )
 from powercontext.memory.models import MemoryHit, MemoryRerankDecision
+from powercontext.memory.ports import MemoryReranker
+from powercontext.runtime import open_runtime
 from powercontext.server import PowerContextApp
+from powercontext.server.app import RuntimeFactory
+
+
+def with_reranker(reranker: MemoryReranker) -> RuntimeFactory:
+    """A runtime factory for create_app that injects `reranker` into every runtime it opens."""
+    return lambda settings, observer: open_runtime(
+        settings, memory_reranker=reranker, search_observer=observer
+    )
+
 
 # Text an error must never leak: injected into the failures raised below.
 SECRET = "provider-body-SELECT-secret-7f3a"

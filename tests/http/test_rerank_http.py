@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import AbstractAsyncContextManager
 
 import pytest
 
 from powercontext.client import SyncPowerContextClient
-from powercontext.config import ServerSettings
 from powercontext.memory.models import SearchMemoryRequest
-from powercontext.memory.service import SearchObserver
-from powercontext.runtime import Runtime, open_runtime
 from powercontext.server import create_app
 from tests.http.conftest import Served, _settings
-from tests.http.live import SECRET, ScriptedReranker, live_server
+from tests.http.live import SECRET, ScriptedReranker, live_server, with_reranker
 
 SCOPE = "rerank-http"
 # The trigger words are in every entry so the fts channel admits the whole pool for them.
@@ -28,10 +24,7 @@ def fail_open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve
     db = tmp_path_factory.mktemp("failopen") / "failopen.db"
     reranker = ScriptedReranker()
 
-    def factory(
-        settings: ServerSettings, observer: SearchObserver
-    ) -> AbstractAsyncContextManager[Runtime]:
-        return open_runtime(settings, memory_reranker=reranker, search_observer=observer)
+    factory = with_reranker(reranker)
 
     settings = _settings(db, "none", memory_rerank_failure_policy="fail_open")  # type: ignore[arg-type]
     with live_server(create_app(settings, runtime_factory=factory)) as server:

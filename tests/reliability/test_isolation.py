@@ -10,16 +10,12 @@ from __future__ import annotations
 import logging
 import traceback
 from collections.abc import Iterator
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import httpx
 import pytest
 
-from powercontext import open_runtime
 from powercontext.config import DatabaseConfig, HttpConfig, InferenceConfig, ServerSettings
-from powercontext.memory.service import SearchObserver
-from powercontext.runtime import Runtime
 from powercontext.server import create_app
 from tests.fakes.openai_server import (
     FakeOpenAIServer,
@@ -30,7 +26,7 @@ from tests.fakes.openai_server import (
 )
 from tests.http import test_auth
 from tests.http.conftest import KEY_A, KEY_B, Served
-from tests.http.live import live_server
+from tests.http.live import live_server, with_reranker
 from tests.reliability.test_provider_faults import openai_reranker
 
 TEXT_MARKER = "zq7marker memo of the launch budget"
@@ -75,10 +71,7 @@ def reranked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Fa
     with FakeOpenAIServer() as fake:
         reranker = openai_reranker(fake.base_url, 5.0)
 
-        def factory(
-            settings: ServerSettings, observer: SearchObserver
-        ) -> AbstractAsyncContextManager[Runtime]:
-            return open_runtime(settings, memory_reranker=reranker, search_observer=observer)
+        factory = with_reranker(reranker)
 
         settings = ServerSettings(
             database=DatabaseConfig(url=f"sqlite:///{tmp_path_factory.mktemp('iso') / 'l.db'}"),

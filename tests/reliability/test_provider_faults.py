@@ -13,7 +13,6 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from powercontext import open_runtime
-from powercontext.config import ServerSettings
 from powercontext.inference.pydantic_ai import PydanticAIListwiseReranker
 from powercontext.memory import (
     InferenceTimeoutError,
@@ -35,7 +33,6 @@ from powercontext.memory import (
     RememberMemoryRequest,
     SearchMemoryRequest,
 )
-from powercontext.memory.service import SearchObserver
 from powercontext.runtime import Runtime
 from powercontext.server import create_app
 from tests.fakes.openai_server import (
@@ -46,7 +43,7 @@ from tests.fakes.openai_server import (
     slow,
     tool_call,
 )
-from tests.http.live import live_server
+from tests.http.live import live_server, with_reranker
 from tests.integration.conftest import sqlite_settings
 
 MARKER = "provider-said-SECRET-91d2"
@@ -153,10 +150,7 @@ class Switchable:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Switchable]]:
     switch = Switchable()
 
-    def factory(
-        settings: ServerSettings, observer: SearchObserver
-    ) -> AbstractAsyncContextManager[Runtime]:
-        return open_runtime(settings, memory_reranker=switch, search_observer=observer)
+    factory = with_reranker(switch)
 
     settings = sqlite_settings(tmp_path_factory.mktemp("faults") / "http.db")
     with live_server(create_app(settings, runtime_factory=factory)) as server:

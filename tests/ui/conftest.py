@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,10 +25,8 @@ from powercontext.config import (
     UiConfig,
 )
 from powercontext.memory.models import InferenceUsage, MemoryHit, MemoryRerankDecision
-from powercontext.memory.service import SearchObserver
-from powercontext.runtime import Runtime, open_runtime
 from powercontext.server import create_app
-from tests.http.live import live_server
+from tests.http.live import live_server, with_reranker
 
 CHROMIUM = Path("/usr/bin/chromium")
 KEY_GARDEN = "ui-key-garden-0001"
@@ -137,10 +134,7 @@ def inspector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Inspector]:
     db = tmp_path_factory.mktemp("ui") / "ui.db"
     reranker = PickingReranker()
 
-    def factory(
-        settings: ServerSettings, observer: SearchObserver
-    ) -> AbstractAsyncContextManager[Runtime]:
-        return open_runtime(settings, memory_reranker=reranker, search_observer=observer)
+    factory = with_reranker(reranker)
 
     app = create_app(ui_settings(db, enabled=True), runtime_factory=factory)
     with live_server(app) as server:
