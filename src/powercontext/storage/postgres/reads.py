@@ -11,27 +11,9 @@ from psycopg.rows import TupleRow
 
 from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import StoredVersion
+from powercontext.storage.common import VERSION_COLUMNS, version_from_row
 
-COLUMNS = (
-    "key, entry_id, entry_version_id, version, kind, text, metadata, created_at, "
-    "added_revision, removed_revision"
-)
 ACTIVE_AT = "added_revision <= %s AND (removed_revision IS NULL OR removed_revision > %s)"
-
-
-def version_of(row: Sequence[Any]) -> StoredVersion:
-    return StoredVersion(
-        key=int(row[0]),
-        entry_id=row[1],
-        entry_version_id=row[2],
-        version=int(row[3]),
-        kind=row[4],
-        text=row[5],
-        metadata=row[6],
-        created_at=row[7],
-        added_revision=int(row[8]),
-        removed_revision=None if row[9] is None else int(row[9]),
-    )
 
 
 async def head(conn: AsyncConnection[TupleRow], scope_id: str) -> int | None:
@@ -52,9 +34,9 @@ async def active_count(conn: AsyncConnection[TupleRow], scope_id: str, revision:
 async def one_version(
     conn: AsyncConnection[TupleRow], where: str, params: Sequence[object]
 ) -> StoredVersion | None:
-    cur = await conn.execute(f"SELECT {COLUMNS} FROM entry_versions WHERE {where}", params)
+    cur = await conn.execute(f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE {where}", params)
     row = await cur.fetchone()
-    return version_of(row) if row else None
+    return version_from_row(row) if row else None
 
 
 async def fetch_versions(
@@ -64,10 +46,11 @@ async def fetch_versions(
     if not wanted:
         return {}
     cur = await conn.execute(
-        f"SELECT {COLUMNS} FROM entry_versions WHERE scope_id = %s AND key = ANY(%s::bigint[])",
+        f"SELECT {VERSION_COLUMNS} FROM entry_versions "
+        "WHERE scope_id = %s AND key = ANY(%s::bigint[])",
         (scope_id, wanted),
     )
-    return {version.key: version for version in map(version_of, await cur.fetchall())}
+    return {version.key: version for version in map(version_from_row, await cur.fetchall())}
 
 
 async def list_versions(
@@ -80,11 +63,12 @@ async def list_versions(
     if limit <= 0:
         return []
     cur = await conn.execute(
-        f"SELECT {COLUMNS} FROM entry_versions WHERE scope_id = %s AND key > %s AND {ACTIVE_AT} "
+        f"SELECT {VERSION_COLUMNS} FROM entry_versions "
+        f"WHERE scope_id = %s AND key > %s AND {ACTIVE_AT} "
         "ORDER BY key LIMIT %s",
         (scope_id, -1 if after_key is None else after_key, revision, revision, limit),
     )
-    return [version_of(row) for row in await cur.fetchall()]
+    return [version_from_row(row) for row in await cur.fetchall()]
 
 
 _CHANGES = (
@@ -156,13 +140,13 @@ async def versions_missing_vectors(
     if limit <= 0:
         return []
     cur = await conn.execute(
-        f"SELECT {COLUMNS} FROM entry_versions e WHERE e.scope_id = %s AND e.key >= %s "
+        f"SELECT {VERSION_COLUMNS} FROM entry_versions e WHERE e.scope_id = %s AND e.key >= %s "
         "AND e.removed_revision IS NULL AND NOT EXISTS (SELECT 1 FROM entry_vectors v "
         "WHERE v.scope_id = e.scope_id AND v.profile_id = %s AND v.key = e.key) "
         "ORDER BY e.key LIMIT %s",
         (scope_id, from_key, profile_id, limit),
     )
-    return [version_of(row) for row in await cur.fetchall()]
+    return [version_from_row(row) for row in await cur.fetchall()]
 
 
 async def scope_ids(conn: AsyncConnection[TupleRow]) -> list[str]:

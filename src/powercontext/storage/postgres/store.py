@@ -30,6 +30,7 @@ from powercontext.memory.ports import (
     Vector,
     VectorCandidate,
 )
+from powercontext.storage.common import unit_vectors, validate_plan
 from powercontext.storage.postgres import fulltext, reads, vectors, writes
 from powercontext.storage.postgres.connection import PostgresOptions, connect, split_url
 from powercontext.storage.postgres.errors import is_unique_violation, storage_error
@@ -143,7 +144,7 @@ class PostgresMemoryStore:
         self, scope_id: str, expected_head: int | None, changes: Sequence[PlannedChange]
     ) -> CommitResult:
         planned = list(changes)
-        writes.validate_plan(planned)
+        validate_plan(planned)
         async with self._connection(f"committing {len(planned)} changes") as conn:
             try:
                 return await writes.commit(conn, scope_id, expected_head, planned)
@@ -328,7 +329,7 @@ class PostgresMemoryStore:
         pending = list(items)
         if not pending:
             return
-        dimension, rows = vectors.unit_rows(pending)
+        dimension, rows = unit_vectors(pending)
         async with self._connection(f"storing {len(rows)} vectors") as conn:
             indexed = self._indexed.get(profile_id)
             if indexed is None and profile_id in self._deferred:

@@ -29,9 +29,6 @@ from psycopg.adapt import Dumper
 from psycopg.pq import Format
 from psycopg.rows import TupleRow
 
-from powercontext.memory.errors import MemoryValidationError
-from powercontext.memory.ports import Vector
-
 HNSW_MAX_DIMENSION = 2000
 EXACT_SCAN_UP_TO = 2000
 """Revisions with at most this many active versions are searched exactly, not by HNSW."""
@@ -58,25 +55,6 @@ async def vector_oid(conn: AsyncConnection[TupleRow]) -> int:
     row = await cur.fetchone()
     assert row is not None
     return int(row[0])
-
-
-def unit_rows(items: list[tuple[int, Vector]]) -> tuple[int, list[tuple[int, Vector]]]:
-    """Validated unit float32 copies and their common dimension (a zero vector stays zero)."""
-    dimension: int | None = None
-    rows: list[tuple[int, Vector]] = []
-    for key, vector in items:
-        array = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if array.ndim != 1 or array.shape[0] == 0:
-            raise MemoryValidationError("a vector must be a non-empty 1-D array")
-        if not np.all(np.isfinite(array)):
-            raise MemoryValidationError(f"the vector of key {key} has NaN or infinite values")
-        if dimension is not None and array.shape[0] != dimension:
-            raise MemoryValidationError("vectors of one call must share one dimension")
-        dimension = array.shape[0]
-        norm = float(np.linalg.norm(array))
-        rows.append((int(key), array / norm if norm > 0 else array))
-    assert dimension is not None
-    return dimension, rows
 
 
 def index_name(profile_id: str) -> str:

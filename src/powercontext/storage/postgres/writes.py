@@ -10,7 +10,6 @@ COPY, and the transaction commits all of it or none.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
@@ -18,50 +17,15 @@ from datetime import datetime
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 
-from powercontext.memory.errors import MemoryValidationError, RevisionConflictError
+from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.ports import CommitResult, NewVersion, PlannedChange
+from powercontext.storage.common import conflict, encode_metadata
 from powercontext.storage.postgres.fulltext import tsvector_literal
-
-_CARRIES_NEW = {"add": True, "revise": True, "reactivate": True, "retire": False}
-_RETIRES = {"add": False, "revise": True, "reactivate": False, "retire": True}
 
 _VERSION_COLUMNS = (
     "scope_id, key, entry_id, entry_version_id, version, kind, text, metadata, created_at, "
     "added_revision, tokens"
 )
-
-
-def validate_plan(changes: Sequence[PlannedChange]) -> None:
-    """Shape checks that need no database; run before the transaction opens."""
-    if not changes:
-        raise MemoryValidationError("a commit needs at least one change")
-    for index, change in enumerate(changes):
-        if change.op not in _CARRIES_NEW:
-            raise MemoryValidationError(f"change {index}: unknown op {change.op!r}")
-        if _CARRIES_NEW[change.op] != (change.new is not None):
-            raise MemoryValidationError(
-                f"change {index}: op {change.op!r} "
-                + ("needs a new version" if _CARRIES_NEW[change.op] else "takes no new version")
-            )
-        if _RETIRES[change.op] != (change.previous_entry_version_id is not None):
-            raise MemoryValidationError(
-                f"change {index}: op {change.op!r} "
-                + ("needs" if _RETIRES[change.op] else "takes no")
-                + " previous_entry_version_id"
-            )
-        if change.new is not None and change.new.version < 1:
-            raise MemoryValidationError(f"change {index}: version must be >= 1")
-
-
-def encode_metadata(metadata: dict[str, object]) -> str:
-    try:
-        return json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise MemoryValidationError(f"metadata must be a JSON object: {exc}") from exc
-
-
-def conflict(message: str, expected: int | None, actual: int | None) -> RevisionConflictError:
-    return RevisionConflictError(message, expected=expected, actual=actual)
 
 
 async def current_head(conn: AsyncConnection[TupleRow], scope_id: str) -> int | None:

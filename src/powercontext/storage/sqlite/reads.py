@@ -10,28 +10,14 @@ from typing import Any
 
 from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import FtsCandidate, StoredVersion
+from powercontext.storage.common import VERSION_COLUMNS, version_from_row
 from powercontext.storage.sqlite.writes import chunks
 
-_COLUMNS = (
-    "key, entry_id, entry_version_id, version, kind, text, metadata, created_at, "
-    "added_revision, removed_revision"
-)
 _ACTIVE_AT = "added_revision <= ? AND (removed_revision IS NULL OR removed_revision > ?)"
 
 
 def _version(row: Sequence[Any]) -> StoredVersion:
-    return StoredVersion(
-        key=int(row[0]),
-        entry_id=row[1],
-        entry_version_id=row[2],
-        version=int(row[3]),
-        kind=row[4],
-        text=row[5],
-        metadata=json.loads(row[6]),
-        created_at=datetime.fromisoformat(row[7]),
-        added_revision=int(row[8]),
-        removed_revision=None if row[9] is None else int(row[9]),
-    )
+    return version_from_row(row, metadata=json.loads, created_at=datetime.fromisoformat)
 
 
 def head(conn: sqlite3.Connection, scope_id: str) -> int | None:
@@ -51,7 +37,7 @@ def active_count(conn: sqlite3.Connection, scope_id: str, revision: int) -> int:
 
 def latest_version(conn: sqlite3.Connection, scope_id: str, entry_id: str) -> StoredVersion | None:
     row = conn.execute(
-        f"SELECT {_COLUMNS} FROM entry_versions WHERE scope_id = ? AND entry_id = ? "
+        f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE scope_id = ? AND entry_id = ? "
         "ORDER BY version DESC LIMIT 1",
         (scope_id, entry_id),
     ).fetchone()
@@ -62,7 +48,7 @@ def get_version(
     conn: sqlite3.Connection, scope_id: str, entry_version_id: str
 ) -> StoredVersion | None:
     row = conn.execute(
-        f"SELECT {_COLUMNS} FROM entry_versions WHERE scope_id = ? AND entry_version_id = ?",
+        f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE scope_id = ? AND entry_version_id = ?",
         (scope_id, entry_version_id),
     ).fetchone()
     return _version(row) if row else None
@@ -75,7 +61,7 @@ def fetch_versions(
     for part in chunks(sorted({int(key) for key in keys})):
         marks = ",".join("?" * len(part))
         for row in conn.execute(
-            f"SELECT {_COLUMNS} FROM entry_versions WHERE scope_id = ? AND key IN ({marks})",
+            f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE scope_id = ? AND key IN ({marks})",
             (scope_id, *part),
         ):
             version = _version(row)
@@ -89,7 +75,8 @@ def list_versions(
     if limit <= 0:
         return []
     rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM entry_versions WHERE scope_id = ? AND key > ? AND {_ACTIVE_AT} "
+        f"SELECT {VERSION_COLUMNS} FROM entry_versions "
+        f"WHERE scope_id = ? AND key > ? AND {_ACTIVE_AT} "
         "ORDER BY key LIMIT ?",
         (scope_id, -1 if after_key is None else after_key, revision, revision, limit),
     ).fetchall()
@@ -181,7 +168,7 @@ def versions_missing_vectors(
     if limit <= 0:
         return []
     rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM entry_versions v WHERE v.scope_id = ? "
+        f"SELECT {VERSION_COLUMNS} FROM entry_versions v WHERE v.scope_id = ? "
         "AND v.removed_revision IS NULL AND NOT EXISTS (SELECT 1 FROM entry_vectors e "
         "WHERE e.scope_id = v.scope_id AND e.profile_id = ? AND e.key = v.key) "
         "ORDER BY v.key LIMIT ?",

@@ -27,6 +27,7 @@ from powercontext.memory.ports import (
     Vector,
     VectorCandidate,
 )
+from powercontext.storage.common import validate_plan
 from powercontext.storage.sqlite import fulltext, reads, writes
 from powercontext.storage.sqlite.ann import IndexOptions
 from powercontext.storage.sqlite.connections import ConnectionOptions, ConnectionPool
@@ -96,7 +97,7 @@ class SqliteMemoryStore:
             return writes.commit(conn, scope_id, expected_head, planned, datetime.now(UTC))
 
         def run() -> CommitResult:
-            writes.validate_plan(planned)
+            validate_plan(planned)
             return self._pool.write(work, f"committing {len(planned)} changes")
 
         return await asyncio.to_thread(run)

@@ -7,22 +7,16 @@ COMMIT; the head UPDATE also names the head it read, so the swap is stated in SQ
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 
-import numpy as np
-
-from powercontext.memory.errors import MemoryValidationError, NotFoundError, RevisionConflictError
+from powercontext.memory.errors import MemoryValidationError, NotFoundError
 from powercontext.memory.ports import CommitResult, NewVersion, PlannedChange, Vector
-from powercontext.storage.sqlite.vectors import unit
+from powercontext.storage.common import conflict, encode_metadata, unit_vectors
 
 CHUNK = 500
 """Bound parameters per IN (...) list; below every SQLite build's variable limit."""
-
-_CARRIES_NEW = {"add": True, "revise": True, "reactivate": True, "retire": False}
-_RETIRES = {"add": False, "revise": True, "reactivate": False, "retire": True}
 
 
 def chunks(items: Sequence[object], size: int = CHUNK) -> Iterator[Sequence[object]]:
@@ -30,45 +24,12 @@ def chunks(items: Sequence[object], size: int = CHUNK) -> Iterator[Sequence[obje
         yield items[start : start + size]
 
 
-def encode_metadata(metadata: dict[str, object]) -> str:
-    try:
-        return json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise MemoryValidationError(f"metadata must be a JSON object: {exc}") from exc
-
-
-def validate_plan(changes: Sequence[PlannedChange]) -> None:
-    """Shape checks that need no database; run before the transaction opens."""
-    if not changes:
-        raise MemoryValidationError("a commit needs at least one change")
-    for index, change in enumerate(changes):
-        if change.op not in _CARRIES_NEW:
-            raise MemoryValidationError(f"change {index}: unknown op {change.op!r}")
-        if _CARRIES_NEW[change.op] != (change.new is not None):
-            raise MemoryValidationError(
-                f"change {index}: op {change.op!r} "
-                + ("needs a new version" if _CARRIES_NEW[change.op] else "takes no new version")
-            )
-        if _RETIRES[change.op] != (change.previous_entry_version_id is not None):
-            raise MemoryValidationError(
-                f"change {index}: op {change.op!r} "
-                + ("needs" if _RETIRES[change.op] else "takes no")
-                + " previous_entry_version_id"
-            )
-        if change.new is not None and change.new.version < 1:
-            raise MemoryValidationError(f"change {index}: version must be >= 1")
-
-
-def _conflict(message: str, expected: int | None, actual: int | None) -> RevisionConflictError:
-    return RevisionConflictError(message, expected=expected, actual=actual)
-
-
 def _retired_entries(
     conn: sqlite3.Connection, scope_id: str, previous_ids: list[str], expected: int | None
 ) -> dict[str, str]:
     """entry_id of every version to retire; each must exist and still be active."""
     if len(set(previous_ids)) != len(previous_ids):
-        raise _conflict("one commit retires the same entry version twice", expected, expected)
+        raise conflict("one commit retires the same entry version twice", expected, expected)
     found: dict[str, tuple[str, int | None]] = {}
     for part in chunks(previous_ids):
         marks = ",".join("?" * len(part))
@@ -80,9 +41,9 @@ def _retired_entries(
             found[version_id] = (entry_id, removed)
     for version_id in previous_ids:
         if version_id not in found:
-            raise _conflict(f"entry version {version_id!r} does not exist", expected, expected)
+            raise conflict(f"entry version {version_id!r} does not exist", expected, expected)
         if found[version_id][1] is not None:
-            raise _conflict(
+            raise conflict(
                 f"entry version {version_id!r} was retired at revision {found[version_id][1]}",
                 expected,
                 expected,
@@ -103,7 +64,7 @@ def commit(
     ).fetchone()
     actual: int | None = int(row[1]) if row else None
     if expected != actual:
-        raise _conflict(
+        raise conflict(
             f"scope {scope_id!r} is at revision {actual or 0}, expected {expected or 0}",
             expected,
             actual,
@@ -124,7 +85,7 @@ def commit(
             (revision, scope_key, actual),
         )
         if swapped.rowcount != 1:
-            raise _conflict(f"scope {scope_id!r} head moved during commit", expected, None)
+            raise conflict(f"scope {scope_id!r} head moved during commit", expected, None)
         active_row = conn.execute(
             "SELECT active_count FROM revisions WHERE scope_id = ? AND revision = ?",
             (scope_id, actual),
@@ -160,7 +121,7 @@ def commit(
             [(revision, scope_id, version_id) for version_id in previous_ids],
         )
         if updated.rowcount != len(previous_ids):
-            raise _conflict("an entry version to retire is no longer active", expected, actual)
+            raise conflict("an entry version to retire is no longer active", expected, actual)
     keys = _insert_versions(conn, scope_id, scope_key, revision, created_at, news, expected)
     conn.executemany(
         "INSERT INTO changes (scope_id, revision, seq, op, entry_id, entry_version_id, "
@@ -222,7 +183,7 @@ def _insert_versions(
             ],
         )
     except sqlite3.IntegrityError as exc:
-        raise _conflict(
+        raise conflict(
             f"a new entry version collides with a stored one ({exc})", expected, expected
         ) from exc
     tag = f"s{scope_key}"
@@ -235,19 +196,8 @@ def _insert_versions(
 
 def encode_vectors(items: Sequence[tuple[int, Vector]]) -> list[tuple[int, bytes]]:
     """Unit float32 little-endian blobs; every vector finite and of one dimension."""
-    encoded: list[tuple[int, bytes]] = []
-    dimension: int | None = None
-    for key, vector in items:
-        array = np.asarray(vector, dtype=np.float32)
-        if array.ndim != 1 or array.shape[0] == 0:
-            raise MemoryValidationError("a vector must be a non-empty 1-D array")
-        if not np.all(np.isfinite(array)):
-            raise MemoryValidationError(f"the vector of key {key} has NaN or infinite values")
-        if dimension is not None and array.shape[0] != dimension:
-            raise MemoryValidationError("vectors of one call must share one dimension")
-        dimension = array.shape[0]
-        encoded.append((int(key), unit(array).astype("<f4").tobytes()))
-    return encoded
+    _, rows = unit_vectors(items)
+    return [(key, array.astype("<f4").tobytes()) for key, array in rows]
 
 
 def put_vectors(

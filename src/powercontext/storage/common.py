@@ -1,0 +1,107 @@
+"""What every backend does the same way: plan checks, metadata encoding, version rows.
+
+The backends differ in SQL dialect and driver, not in what a commit plan may say or in which
+columns make a version, so these live here once and a new backend starts from them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from powercontext.memory.errors import MemoryValidationError, RevisionConflictError
+from powercontext.memory.ports import PlannedChange, StoredVersion, Vector
+
+_CARRIES_NEW = {"add": True, "revise": True, "reactivate": True, "retire": False}
+_RETIRES = {"add": False, "revise": True, "reactivate": False, "retire": True}
+
+VERSION_COLUMNS = (
+    "key, entry_id, entry_version_id, version, kind, text, metadata, created_at, "
+    "added_revision, removed_revision"
+)
+"""The columns `version_from_row` reads, in its order."""
+
+
+def validate_plan(changes: Sequence[PlannedChange]) -> None:
+    """Shape checks that need no database; run before the transaction opens."""
+    if not changes:
+        raise MemoryValidationError("a commit needs at least one change")
+    for index, change in enumerate(changes):
+        if change.op not in _CARRIES_NEW:
+            raise MemoryValidationError(f"change {index}: unknown op {change.op!r}")
+        if _CARRIES_NEW[change.op] != (change.new is not None):
+            raise MemoryValidationError(
+                f"change {index}: op {change.op!r} "
+                + ("needs a new version" if _CARRIES_NEW[change.op] else "takes no new version")
+            )
+        if _RETIRES[change.op] != (change.previous_entry_version_id is not None):
+            raise MemoryValidationError(
+                f"change {index}: op {change.op!r} "
+                + ("needs" if _RETIRES[change.op] else "takes no")
+                + " previous_entry_version_id"
+            )
+        if change.new is not None and change.new.version < 1:
+            raise MemoryValidationError(f"change {index}: version must be >= 1")
+
+
+def encode_metadata(metadata: dict[str, object]) -> str:
+    """Compact JSON; NaN and non-JSON values are the caller's error, not a storage failure."""
+    try:
+        return json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise MemoryValidationError(f"metadata must be a JSON object: {exc}") from exc
+
+
+def unit_vectors(items: Sequence[tuple[int, Vector]]) -> tuple[int, list[tuple[int, Vector]]]:
+    """Checked unit float32 copies and their one dimension; a zero vector stays zero (it
+    matches nothing). A vector that is not a finite, non-empty 1-D array is rejected."""
+    dimension: int | None = None
+    rows: list[tuple[int, Vector]] = []
+    for key, vector in items:
+        array = np.asarray(vector, dtype=np.float32)
+        if array.ndim != 1 or array.shape[0] == 0:
+            raise MemoryValidationError("a vector must be a non-empty 1-D array")
+        if not np.all(np.isfinite(array)):
+            raise MemoryValidationError(f"the vector of key {key} has NaN or infinite values")
+        if dimension is not None and array.shape[0] != dimension:
+            raise MemoryValidationError("vectors of one call must share one dimension")
+        dimension = array.shape[0]
+        norm = float(np.linalg.norm(array))
+        rows.append((int(key), array / norm if norm > 0 else array.copy()))
+    if dimension is None:
+        raise MemoryValidationError("no vectors given")
+    return dimension, rows
+
+
+def conflict(message: str, expected: int | None, actual: int | None) -> RevisionConflictError:
+    return RevisionConflictError(message, expected=expected, actual=actual)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def version_from_row(
+    row: Sequence[Any],
+    *,
+    metadata: Callable[[Any], dict[str, Any]] = _same,
+    created_at: Callable[[Any], datetime] = _same,
+) -> StoredVersion:
+    """A row of VERSION_COLUMNS as a StoredVersion. SQLite hands back JSON and ISO text where
+    PostgreSQL's driver already decodes them, hence the two converters."""
+    return StoredVersion(
+        key=int(row[0]),
+        entry_id=row[1],
+        entry_version_id=row[2],
+        version=int(row[3]),
+        kind=row[4],
+        text=row[5],
+        metadata=metadata(row[6]),
+        created_at=created_at(row[7]),
+        added_revision=int(row[8]),
+        removed_revision=None if row[9] is None else int(row[9]),
+    )
