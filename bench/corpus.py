@@ -14,6 +14,7 @@ an agent's natural-language question.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import resource
@@ -165,3 +166,13 @@ def machine() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
+
+
+def write_results(name: str, figures: dict[str, Any]) -> Path:
+    """Print the figures and write them to bench/results/<name>.json."""
+    out = RESULTS / f"{name}.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(figures, indent=2))
+    print(f"wrote {out}")
+    return out

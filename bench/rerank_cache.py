@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from corpus import write_results
 
 from powercontext import open_runtime
 from powercontext.bench.locomo.dataset import load_dataset
@@ -125,8 +126,4 @@ if __name__ == "__main__":
     parser.add_argument("--latency-ms", type=float, default=250.0)
     args = parser.parse_args()
     figures = asyncio.run(main(args.questions, args.latency_ms))
-    out = ROOT / "results" / "rerank_cache.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(figures, indent=2))
-    print(f"wrote {out}")
+    write_results("rerank_cache", figures)

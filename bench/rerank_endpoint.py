@@ -24,7 +24,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
-from tests.integration.test_rerank_endpoint import FakeRerankEndpoint  # noqa: E402
+from corpus import write_results  # noqa: E402
+from tests.fakes.rerank_endpoint import FakeRerankEndpoint  # noqa: E402
 
 from powercontext.inference.rerank_endpoint import EndpointReranker, parse_scores  # noqa: E402
 from powercontext.memory.models import (  # noqa: E402
@@ -128,8 +129,4 @@ if __name__ == "__main__":
     args = parser.parse_args()
     with FakeRerankEndpoint() as endpoint:
         figures = asyncio.run(measure(endpoint.url, args.calls))
-    out = ROOT / "results" / "rerank_endpoint.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(figures, indent=2))
-    print(f"wrote {out}")
+    write_results("rerank_endpoint", figures)
