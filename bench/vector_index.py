@@ -7,8 +7,14 @@ builds any index, then p50/p95/p99 of `--queries` warm calls asking for 40 rows 
 search asks each channel) and recall@30 against exact search. Recall is tie-aware: a returned
 row counts when its exact similarity reaches the exact 30th best.
 
+`--vectors hashing` embeds the same texts with the feature-hashing embedder (sparse: ~14
+non-zeros of 384), `--vectors lowrank` uses near-isotropic vectors of rank 32 in a positive
+cone; both are cases where sign bits alone lose answers. `lost` counts queries whose exact
+best match has cosine >= 0.3 (the vector admission threshold) but that got no row >= 0.3.
+
     python bench/vector_index.py                     # 100k; bench/results/vector_index.json
     python bench/vector_index.py --entries 20000 --variants exact signbits
+    python bench/vector_index.py --vectors hashing --variants exact "signbits (default)"
 """
 
 from __future__ import annotations
@@ -28,11 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus as data
 
+from powercontext.inference.embeddings.hashing import HashingEmbedder
 from powercontext.memory.ports import NewVersion, PlannedChange
 from powercontext.memory.search.analyze import index_tokens
 from powercontext.storage.sqlite import IndexOptions, SqliteMemoryStore
 
 SCOPE, PROFILE = "bench", "bench-topic:384"
+ADMISSION = 0.3
 VARIANTS: dict[str, IndexOptions] = {
     "exact": IndexOptions(ann=False),
     "signbits rescore 500": IndexOptions(
@@ -83,7 +91,7 @@ async def measure(path: Path, options: IndexOptions, corpus: data.Corpus) -> dic
         started = time.perf_counter()
         await store.vector_candidates(SCOPE, head, PROFILE, corpus.query_vectors[0], limit=40)
         cold_ms = (time.perf_counter() - started) * 1000
-        samples, correct = [], 0
+        samples, correct, lost = [], 0, 0
         for query in corpus.query_vectors:
             started = time.perf_counter()
             found = await store.vector_candidates(SCOPE, head, PROFILE, query, limit=40)
@@ -92,17 +100,42 @@ async def measure(path: Path, options: IndexOptions, corpus: data.Corpus) -> dic
             threshold = float(corpus.vectors[truth[-1]] @ query) - 1e-5
             rows = np.asarray([c.key - 1 for c in found[:30]], dtype=np.int64)
             correct += int(np.count_nonzero(corpus.vectors[rows] @ query >= threshold))
+            admitted = float(corpus.vectors[truth[0]] @ query) >= ADMISSION
+            lost += admitted and not any(c.similarity >= ADMISSION for c in found)
         return {
             "cold_first_ms": round(cold_ms, 1),
             "recall_at_30": round(correct / (30 * len(corpus.query_vectors)), 4),
+            "lost": lost,
             **data.percentiles(samples),
         }
     finally:
         await store.close()
 
 
-async def run(entries: int, queries: int, names: list[str]) -> dict[str, Any]:
-    corpus = data.build(entries, queries)
+def hashing_corpus(entries: int, queries: int) -> data.Corpus:
+    texts = data.texts(entries)
+    asked = data.queries(texts, queries)
+    embedder = HashingEmbedder(data.DIMENSION)
+    return data.Corpus(texts, embedder.embed_sync(texts), asked, embedder.embed_sync(asked))
+
+
+def lowrank_corpus(entries: int, queries: int, rank: int = 32) -> data.Corpus:
+    rng = np.random.default_rng(3)
+    basis = np.abs(rng.standard_normal((rank, data.DIMENSION))).astype(np.float32)
+
+    def draw(count: int) -> Any:
+        vectors = rng.standard_normal((count, rank)).astype(np.float32) @ basis
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    asked = [f"query {i}" for i in range(queries)]
+    return data.Corpus(data.texts(entries), draw(entries), asked, draw(queries))
+
+
+CORPORA = {"corpus": data.build, "hashing": hashing_corpus, "lowrank": lowrank_corpus}
+
+
+async def run(entries: int, queries: int, names: list[str], vectors: str) -> dict[str, Any]:
+    corpus = CORPORA[vectors](entries, queries)
     with tempfile.TemporaryDirectory(prefix="pc-vectors-") as tmp:
         path = Path(tmp) / "vectors.db"
         started = time.perf_counter()
@@ -112,7 +145,13 @@ async def run(entries: int, queries: int, names: list[str]) -> dict[str, Any]:
         for name in names:
             rows[name] = await measure(path, VARIANTS[name], corpus)
             print(f"{name:24} {json.dumps(rows[name])}", flush=True)
-    return {"entries": entries, "queries": queries, "variants": rows, "machine": data.machine()}
+    return {
+        "entries": entries,
+        "queries": queries,
+        "vectors": vectors,
+        "variants": rows,
+        "machine": data.machine(),
+    }
 
 
 def main() -> None:
@@ -120,9 +159,13 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
-    parser.add_argument("--output", type=Path, default=data.RESULTS / "vector_index.json")
+    parser.add_argument("--vectors", choices=list(CORPORA), default="corpus")
+    parser.add_argument("--output", type=Path)
     args = parser.parse_args()
-    payload = asyncio.run(run(args.entries, args.queries, args.variants))
+    if args.output is None:
+        suffix = "" if args.vectors == "corpus" else f"_{args.vectors}"
+        args.output = data.RESULTS / f"vector_index{suffix}.json"
+    payload = asyncio.run(run(args.entries, args.queries, args.variants, args.vectors))
     args.output.parent.mkdir(exist_ok=True)
     args.output.write_text(json.dumps(payload, indent=2))
     print(f"wrote {args.output}")

@@ -14,7 +14,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from powercontext.memory.ports import NewVersion, PlannedChange, StoredVersion
+from powercontext.inference.embeddings.hashing import HashingEmbedder
+from powercontext.memory.ports import NewVersion, PlannedChange, StoredVersion, VectorCandidate
 from powercontext.memory.search.analyze import index_tokens
 from powercontext.storage.sqlite import IndexOptions, SqliteMemoryStore
 
@@ -109,7 +110,9 @@ async def _with_vectors(path: Path, count: int, options: IndexOptions) -> Sqlite
 
 def _used(store: SqliteMemoryStore, method: str) -> bool:
     matrix = store._vectors.get("s", "p")
-    return (matrix.bits if method == "signbits" else matrix.ann) is not None
+    if method == "signbits":
+        return matrix.bits is not None and matrix.sign_bits_ok
+    return matrix.ann is not None
 
 
 @pytest.mark.parametrize("method", ["signbits", "hnsw"])
@@ -174,3 +177,59 @@ async def test_approximate_search_sees_replaced_vectors_and_heavy_masking(
         assert len(found) == 100 and not retired & {c.key for c in found}
     finally:
         await store.close()
+
+
+# Few rows rescored, so that sign bits alone would lose most answers on sparse vectors.
+_SPARSE_OPTIONS = IndexOptions(ann_min_rows=1000, rescore_min=100, rescore_per_result=3)
+
+
+async def _hashed(path: Path, count: int) -> tuple[SqliteMemoryStore, npt.NDArray[np.float32]]:
+    rng = np.random.default_rng(4)
+    vocabulary = [f"w{i}" for i in range(3000)]
+    texts = [" ".join(rng.choice(vocabulary, size=12)) for _ in range(count)]
+    vectors = HashingEmbedder(384).embed_sync(texts)
+    store = await SqliteMemoryStore.open(path, index=_SPARSE_OPTIONS)
+    result = await store.commit("s", None, [_add(i, text) for i, text in enumerate(texts)])
+    await store.put_vectors("s", "p", list(zip(result.keys, vectors, strict=True)))
+    return store, vectors
+
+
+def _similarities(found: list[VectorCandidate]) -> list[float]:
+    return [round(c.similarity, 5) for c in found]
+
+
+async def test_sparse_queries_are_scored_exactly(tmp_path: Path) -> None:
+    store, vectors = await _hashed(tmp_path / "v.sqlite3", 3000)
+    exact = await SqliteMemoryStore.open(tmp_path / "v.sqlite3", index=IndexOptions(ann=False))
+    try:
+        # A query of three of a row's words: ~3 non-zeros of 384, like a short question.
+        for row in range(0, 3000, 150):
+            words = " ".join(f"w{i}" for i in range(row, row + 3))
+            query = HashingEmbedder(384).embed_sync([words])[0]
+            found = await store.vector_candidates("s", 1, "p", query, limit=30)
+            truth = await exact.vector_candidates("s", 1, "p", query, limit=30)
+            assert _similarities(found) == _similarities(truth)
+    finally:
+        await store.close()
+        await exact.close()
+
+
+async def test_rows_that_fail_the_sign_bit_self_check_are_searched_exactly(
+    tmp_path: Path,
+) -> None:
+    store, vectors = await _hashed(tmp_path / "v.sqlite3", 3000)
+    exact = await SqliteMemoryStore.open(tmp_path / "v.sqlite3", index=IndexOptions(ann=False))
+    try:
+        rng = np.random.default_rng(8)
+        for _ in range(10):
+            # Dense queries (a mix of 40 rows) over sparse rows.
+            query = vectors[rng.choice(3000, size=40, replace=False)].sum(axis=0)
+            assert np.count_nonzero(query) > 96
+            found = await store.vector_candidates("s", 1, "p", query, limit=30)
+            truth = await exact.vector_candidates("s", 1, "p", query, limit=30)
+            assert _similarities(found) == _similarities(truth)
+        matrix = store._vectors.get("s", "p")
+        assert matrix.bits is not None and not matrix.sign_bits_ok
+    finally:
+        await store.close()
+        await exact.close()

@@ -47,6 +47,12 @@ class IndexOptions:
     rescore_fraction: float = 0.01
     """signbits: rows rescored exactly = max(min, per_result x limit, fraction x rows);
     bench/vector_index.py measured recall@30 0.98 at 100k with 1,000 (limit 40)."""
+    signbits_min_recall: float = 0.85
+    """signbits: a matrix whose sign-bit recall@30, self-checked with a sample of its own rows
+    as queries, falls below this is searched exactly (see vectors.py). Rows have tighter
+    neighbourhoods than questions, so the check reads low: at 100k it gave 0.91 on the
+    benchmark's dense vectors (0.98 with real queries), 0.35 on feature-hashing vectors and
+    0.66-0.80 on near-isotropic ones (bench/sparse_vectors.py)."""
     ann_m: int = 16
     ann_ef_construction: int = 64
     ann_ef_search: int = 256

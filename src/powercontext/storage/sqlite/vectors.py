@@ -11,10 +11,20 @@ Large matrices (IndexOptions.ann_min_rows, default 20k rows) are searched approx
 default a sign-bit Hamming pre-filter kept row by row with the matrix, then exact rescoring of
 the best rows (signbits.py); optionally an HNSW graph built on first search (ann.py), which
 falls back to exact search for heavily masked old revisions or when it cannot answer.
+
+Sign bits lose answers on some vector distributions: sparse vectors (the feature-hashing
+embedder has ~14 non-zeros of 384, and its rows with few positive components sit near every
+query in Hamming distance) or nearly isotropic ones. Two rules keep those exact:
+- a sparse query (at most a quarter of its components non-zero) is scored exactly on its own
+  support, which is cheaper than the full product and never approximate;
+- before a matrix is first searched approximately, and again each time it has doubled, the
+  sign-bit path is checked against exact search on a sample of stored rows
+  (signbits.SELF_CHECK_RECALL); a matrix that fails is searched exactly.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -27,7 +37,9 @@ import numpy.typing as npt
 from powercontext.memory.errors import MemoryValidationError, StorageError
 from powercontext.memory.ports import Vector, VectorCandidate
 from powercontext.storage.sqlite.ann import HnswIndex, IndexOptions
-from powercontext.storage.sqlite.signbits import SignBits
+from powercontext.storage.sqlite.signbits import SignBits, sign_bit_recall
+
+log = logging.getLogger("powercontext.storage")
 
 NOT_REMOVED = np.iinfo(np.int64).max
 Int64Array = npt.NDArray[np.int64]
@@ -66,6 +78,10 @@ class VectorMatrix:
         self.row_of: dict[int, int] = {}
         self.last_vector_id = 0
         self.last_head = 0
+        self._checked_size = 0
+        """Matrix size at the last sign-bit self-check (0: never checked)."""
+        self.sign_bits_ok = True
+        """Whether that check found the sign-bit path's recall good enough."""
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Catch up with the database, within the caller's read transaction."""
@@ -172,8 +188,13 @@ class VectorMatrix:
         count = int(np.count_nonzero(active))
         if count == 0:
             return []
+        support = np.flatnonzero(q)
+        if 4 * support.size <= self.dimension:
+            return self._exact_on_support(active, q, support, limit)
         rows = None
-        if self.bits is not None and self._use_ann(count):
+        if self.bits is not None:
+            if not (self._use_ann(count) and self._sign_bits_reliable()):
+                return self._exact(active, q, limit)
             wanted = self.options.rescore_count(limit, self.size)
             rows = self.bits.nearest(q, self.size, wanted, self._inactive_rows(revision))
             return self._top(rows, np.einsum("ij,j->i", self.matrix[rows], q), limit)
@@ -184,6 +205,28 @@ class VectorMatrix:
             return self._exact(active, q, limit)
         similarities = np.einsum("ij,j->i", self.matrix[rows], q)
         return self._ranked(rows, similarities)
+
+    def _sign_bits_reliable(self) -> bool:
+        """The sign-bit self-check's verdict, re-measured whenever the matrix has doubled."""
+        assert self.bits is not None
+        if self._checked_size == 0 or self.size >= 2 * self._checked_size:
+            n = self.size
+            recall = sign_bit_recall(
+                self.matrix[:n], self.bits, lambda size: self.options.rescore_count(40, size)
+            )
+            self._checked_size = n
+            self.sign_bits_ok = recall >= self.options.signbits_min_recall
+            if not self.sign_bits_ok:
+                log.info(
+                    "vectors of profile %r in scope %r: sign-bit recall@30 %.2f on %d rows is "
+                    "below %.2f; searching them exactly",
+                    self.profile_id,
+                    self.scope_id,
+                    recall,
+                    n,
+                    self.options.signbits_min_recall,
+                )
+        return self.sign_bits_ok
 
     def _use_ann(self, active_count: int) -> bool:
         if not self.options.ann_available() or self.size < self.options.ann_min_rows:
@@ -211,6 +254,17 @@ class VectorMatrix:
         # einsum runs numpy's own single-threaded loop. A BLAS matrix-vector product spreads
         # over threads and, on a loaded machine, its p90 latency was 10-30x its median.
         similarities = np.einsum("ij,j->i", self.matrix[: self.size], q)
+        return self._top(rows, similarities[rows], limit)
+
+    def _exact_on_support(
+        self, active: npt.NDArray[np.bool_], q: Vector, support: Int64Array, limit: int
+    ) -> list[VectorCandidate]:
+        """Exact similarities from the query's non-zero components alone."""
+        rows = np.flatnonzero(active)
+        if support.size == 0:
+            return []
+        columns = self.matrix[: self.size, support]
+        similarities = np.einsum("ij,j->i", columns, q[support])
         return self._top(rows, similarities[rows], limit)
 
     def _top(
