@@ -199,7 +199,7 @@ def _similarities(found: list[VectorCandidate]) -> list[float]:
 
 
 async def test_sparse_queries_are_scored_exactly(tmp_path: Path) -> None:
-    store, vectors = await _hashed(tmp_path / "v.sqlite3", 3000)
+    store, _ = await _hashed(tmp_path / "v.sqlite3", 3000)
     exact = await SqliteMemoryStore.open(tmp_path / "v.sqlite3", index=IndexOptions(ann=False))
     try:
         # A query of three of a row's words: ~3 non-zeros of 384, like a short question.

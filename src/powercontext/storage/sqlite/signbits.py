@@ -92,7 +92,7 @@ def sign_bit_recall(
     its own to sample). Recall is tie-aware: a row counts when its exact similarity reaches
     the exact 30th best. One matrix product serves all the sample queries.
     """
-    size = matrix.shape[0]
+    size = int(matrix.shape[0])
     depth = min(SELF_CHECK_DEPTH, size)
     if depth == 0:
         return 1.0
