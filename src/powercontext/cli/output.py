@@ -163,4 +163,7 @@ def print_entry(entry: MemoryEntry, as_json: bool) -> None:
 
 
 def print_error(code: str, message: str) -> None:
-    errors.print(f"[red]error[/] [bold]{escape(code)}[/]: {escape(message)}", highlight=False)
+    # One line whatever the width, so a log or a grep sees the whole message.
+    errors.print(
+        f"[red]error[/] [bold]{escape(code)}[/]: {escape(message)}", highlight=False, soft_wrap=True
+    )

@@ -14,6 +14,7 @@ from powercontext.config import ServerSettings
 from powercontext.memory.service import SearchObserver
 from powercontext.runtime import Runtime, open_runtime
 from powercontext.server.auth import ApiKeyAuthority
+from powercontext.server.capability import log_search_capability
 from powercontext.server.contract import DESCRIPTION, TITLE, generate_openapi, load_contract
 from powercontext.server.errors import install_error_handlers
 from powercontext.server.mcp import MCP_PATH, McpTools
@@ -66,6 +67,7 @@ def create_app(
         async with factory(settings, state.metrics.observe_search) as runtime, mcp_tools.running():
             state.runtime = runtime
             state.readiness = ReadinessProbe(runtime)
+            log_search_capability(runtime)
             try:
                 yield
             finally:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-
 CHART_HINT = "no chart: matplotlib is not installed (pip install 'powercontext-memory[charts]')"
 
 
