@@ -13,6 +13,9 @@ from powercontext.cli import (
     memory_commands,
     server_commands,
 )
+from powercontext.cli.help_format import hide_flag_types
+
+hide_flag_types()
 
 app = typer.Typer(
     name="powercontext",
