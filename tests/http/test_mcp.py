@@ -15,9 +15,9 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
-from powercontext.server.mcp import MEMORY_TOOLS
 from powercontext.memory.history import MemoryEntryHistory
 from powercontext.server.history import HistoryRequest
+from powercontext.server.mcp import MEMORY_TOOLS
 from powercontext.server.schemas import (
     ChangesPageModel,
     ChangesRequest,

@@ -3,6 +3,7 @@ starts the command as a subprocess the way a desktop or IDE client does."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -69,7 +70,8 @@ async def test_tools_over_stdio_without_keys(tmp_path: Path) -> None:
         )
         assert [c["op"] for c in history["changes"]] == ["add"]
     # What the stdio server wrote is in the same store the HTTP server and the CLI use.
-    shown = subprocess.run(
+    shown = await asyncio.to_thread(
+        subprocess.run,
         [sys.executable, "-m", "powercontext.cli", "memory", "list", "-s", "p", "--local"],
         env=_env(tmp_path),
         capture_output=True,
