@@ -315,3 +315,16 @@ def test_mcp_is_not_in_the_v1_schema(open_server: Served) -> None:
     from powercontext.server import create_app
 
     assert "/mcp" not in create_app().generated_openapi()["paths"]
+
+
+async def test_mcp_traffic_is_labelled_mcp_in_metrics(open_server: Served) -> None:
+    async with mcp_client(open_server) as client:
+        await client.list_tools()
+    async with httpx.AsyncClient(base_url=open_server.url) as http:
+        text = (await http.get("/metrics")).text
+    posts = [
+        line
+        for line in text.splitlines()
+        if line.startswith("powercontext_http_requests_total") and 'method="POST"' in line
+    ]
+    assert any('route="/mcp"' in line for line in posts), posts

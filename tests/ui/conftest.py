@@ -60,7 +60,8 @@ CHROMIUM_ARGS = [
 ]
 
 requires_chromium = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason=f"needs Debian's chromium at {CHROMIUM} (apt-get install chromium)"
+    not CHROMIUM.exists(),
+    reason=f"needs Debian's chromium at {CHROMIUM} (apt-get install chromium)",
 )
 
 

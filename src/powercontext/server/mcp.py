@@ -32,6 +32,7 @@ from mcp.types import (
     TextContent,
 )
 from pydantic import ValidationError
+from starlette.routing import Match, Route
 from starlette.types import Receive, Scope, Send
 
 from powercontext import __version__
@@ -46,6 +47,23 @@ log = logging.getLogger("powercontext.mcp")
 
 MCP_PATH = "/mcp"
 SERVER_NAME = "powercontext"
+
+
+class McpRoute(Route):
+    """The `/mcp` route. A plain Starlette route does not record itself in the request scope
+    (FastAPI's routes do), so the access log and /metrics would label MCP traffic
+    `unmatched`; this one records itself, and is labelled `/mcp`."""
+
+    def __init__(self, endpoint: McpTools) -> None:
+        super().__init__(
+            MCP_PATH, endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False
+        )
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)
+        if match != Match.NONE:
+            child = {**child, "route": self}
+        return match, child
 
 
 def bearer_token(headers: Mapping[str, str] | None) -> str | None:
