@@ -7,7 +7,7 @@ the final hits with their citations. Start a server (`powercontext server run`),
     from examples.pydantic_ai_memory_tools import memory_toolset
 
     agent = Agent("openai:gpt-4.1-mini", toolsets=[memory_toolset("project")])
-    print(agent.run_sync("Remember that we deploy on Tuesdays, then tell me when we deploy.").output)
+    print(agent.run_sync("Remember that we deploy on Tuesdays. When do we deploy?").output)
 
 Lives outside the package on purpose: inside `src/`, only `powercontext.inference.pydantic_ai`
 imports pydantic-ai. tests/http/test_integrations.py runs it against a live server.
