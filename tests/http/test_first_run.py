@@ -5,20 +5,13 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from tests.http.processes import free_port, wait_until_healthy
 
 
 def _env(tmp_path: Path, **settings: str) -> dict[str, str]:
@@ -41,20 +34,11 @@ def _server(port: int, env: dict[str, str]) -> subprocess.Popen[str]:
 
 
 def test_a_server_without_embedder_says_so_at_startup_and_in_the_422(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     process = _server(port, _env(tmp_path, POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL="none"))
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.1)
+        wait_until_healthy(process, url)
         with httpx.Client(base_url=url) as client:
             client.post("/v1/memory/remember", json={"scope_id": "p", "text": "some text"})
             refused = client.post(
@@ -74,17 +58,11 @@ def test_a_server_without_embedder_says_so_at_startup_and_in_the_422(tmp_path: P
 
 
 def test_a_hash_embedder_is_named_at_startup(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     env = _env(tmp_path, POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL="hash:64")
     process = _server(port, env)
     try:
-        deadline = time.monotonic() + 30
-        while process.poll() is None and time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
+        wait_until_healthy(process, f"http://127.0.0.1:{port}")
     finally:
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=20)
@@ -99,7 +77,7 @@ def test_a_missing_provider_key_stops_the_server_with_one_line(tmp_path: Path) -
         tmp_path, POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL="openai:text-embedding-3-small"
     )
     done = subprocess.run(
-        [sys.executable, "-m", "powercontext.cli", "server", "run", "--port", str(_free_port())],
+        [sys.executable, "-m", "powercontext.cli", "server", "run", "--port", str(free_port())],
         env=env,
         capture_output=True,
         text=True,
