@@ -132,22 +132,21 @@ async def _revise(memory: ScopedMemory, body: ReviseEntryRequest) -> BaseModel:
     return _written(await memory.revise(revised))
 
 
+def _state_change(body: RetireEntryRequest) -> dict[str, Any]:
+    """What retire and reactivate both take (ReactivateEntryRequest extends the retire body)."""
+    return {
+        "citation": _citation(body.citation),
+        "reason": body.reason,
+        "expected_revision": body.expected_revision,
+    }
+
+
 async def _retire(memory: ScopedMemory, body: RetireEntryRequest) -> BaseModel:
-    retired = RetireMemoryRequest(
-        citation=_citation(body.citation),
-        reason=body.reason,
-        expected_revision=body.expected_revision,
-    )
-    return _written(await memory.retire(retired))
+    return _written(await memory.retire(RetireMemoryRequest(**_state_change(body))))
 
 
 async def _reactivate(memory: ScopedMemory, body: ReactivateEntryRequest) -> BaseModel:
-    reactivated = ReactivateMemoryRequest(
-        citation=_citation(body.citation),
-        reason=body.reason,
-        expected_revision=body.expected_revision,
-    )
-    return _written(await memory.reactivate(reactivated))
+    return _written(await memory.reactivate(ReactivateMemoryRequest(**_state_change(body))))
 
 
 async def _changes(memory: ScopedMemory, body: ChangesRequest) -> BaseModel:
