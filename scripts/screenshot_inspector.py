@@ -55,6 +55,14 @@ MEMORY = [
     "Feature flags are cleaned up at the end of each quarter.",
     "Freeze: no production deploys between Dec 20 and Jan 3.",
 ]
+# Metadata on a few entries, so the page shows it under their text.
+METADATA = {
+    "Production deploys happen on Tuesdays after the 10:00 stand-up.": {"source": "standup"},
+    "Deploys to production need a green CI run and one approving review.": {
+        "source": "handbook",
+        "section": "4.2",
+    },
+}
 REVISION = ("Production deploys happen on Tuesdays after the 10:00 stand-up.", "moved to Wednesday")
 
 
@@ -111,7 +119,9 @@ def serve(settings: ServerSettings) -> Iterator[str]:
 
 def seed(url: str) -> None:
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY}"}) as http:
-        entries = [{"kind": "fact", "text": text} for text in MEMORY]
+        entries = [
+            {"kind": "fact", "text": text, "metadata": METADATA.get(text, {})} for text in MEMORY
+        ]
         written = http.post("/v1/memory/remember", json={"scope_id": SCOPE, "entries": entries})
         old = next(
             e for e in written.raise_for_status().json()["entries"] if e["text"] == REVISION[0]
@@ -130,6 +140,10 @@ def seed(url: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/img/inspector.png"))
+    parser.add_argument("--width", type=int, default=1440, help="viewport width in pixels")
+    parser.add_argument(
+        "--history", action="store_true", help="show the entries tab and one entry's history"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         settings = ServerSettings(
@@ -143,7 +157,7 @@ def main() -> None:
         with serve(settings) as url, sync_playwright() as playwright:
             seed(url)
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            page = browser.new_page(viewport={"width": 1440, "height": 760})
+            page = browser.new_page(viewport={"width": args.width, "height": 760})
             page.goto(f"{url}/ui")
             page.wait_for_selector("body[data-ready=true]")
             page.fill("#api-key", KEY)
@@ -153,6 +167,12 @@ def main() -> None:
             page.fill("#limit", "5")
             page.click("#search-form button[type=submit]")
             page.wait_for_selector("#final-table tbody tr")
+            if args.history:
+                page.click("button[data-tab=entries-tab]")
+                page.click("#load-entries")
+                revised = page.locator("#entries-table tbody tr", has_text="Wednesdays")
+                revised.locator("button.history-button").click()
+                page.wait_for_selector("#history-table tbody tr")
             page.fill("#api-key", "")  # keep the key out of the picture
             args.out.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(args.out), full_page=True)

@@ -15,14 +15,23 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
+from powercontext.memory.history import MemoryEntryHistory
+from powercontext.server.history import HistoryRequest
 from powercontext.server.mcp import MEMORY_TOOLS
 from powercontext.server.schemas import (
+    ChangesPageModel,
+    ChangesRequest,
     EntriesPageModel,
     EntryModel,
     GetEntryRequest,
+    HeadRequest,
+    HeadResponse,
     ListEntriesRequest,
+    ReactivateEntryRequest,
+    RememberBatchRequest,
     RememberOneRequest,
     RetireEntryRequest,
+    ReviseEntryRequest,
     SearchRequest,
     SearchResponse,
     WriteResultModel,
@@ -35,6 +44,12 @@ TOOL_MODELS = {
     "list_entries": (ListEntriesRequest, EntriesPageModel),
     "get_entry": (GetEntryRequest, EntryModel),
     "retire_entry": (RetireEntryRequest, WriteResultModel),
+    "remember_batch": (RememberBatchRequest, WriteResultModel),
+    "revise_entry": (ReviseEntryRequest, WriteResultModel),
+    "reactivate_entry": (ReactivateEntryRequest, WriteResultModel),
+    "entry_history": (HistoryRequest, MemoryEntryHistory),
+    "list_changes": (ChangesRequest, ChangesPageModel),
+    "head": (HeadRequest, HeadResponse),
 }
 
 
@@ -139,6 +154,45 @@ async def test_each_tool_round_trips(open_server: Served, fresh_scope: str, mode
             await client.call_tool("get_entry", {"scope_id": fresh_scope, "citation": citation})
         )
         assert again["active"] is False
+        await _revision_tools_round_trip(client, fresh_scope, word, first["entries"][0])
+
+
+async def _revision_tools_round_trip(
+    client: Client, scope: str, word: str, retired: dict[str, Any]
+) -> None:
+    """reactivate, revise, batch remember, head, changes and history, after a retire at r3."""
+    current = retired["citation"] | {"memory_ref": {"scope_id": scope, "revision": 3}}
+    back = _ok(
+        await client.call_tool(
+            "reactivate_entry", {"scope_id": scope, "citation": current, "reason": "back"}
+        )
+    )
+    assert back["memory_ref"]["revision"] == 4
+    revised = _ok(
+        await client.call_tool(
+            "revise_entry",
+            {"scope_id": scope, "citation": back["entries"][0]["citation"], "text": f"{word} v3"},
+        )
+    )
+    assert revised["entries"][0]["version"] == 3
+    batch = _ok(
+        await client.call_tool(
+            "remember_batch",
+            {"scope_id": scope, "entries": [{"text": f"{word} b1"}, {"text": f"{word} b2"}]},
+        )
+    )
+    assert batch["memory_ref"]["revision"] == 6 and len(batch["entries"]) == 2
+    head = _ok(await client.call_tool("head", {"scope_id": scope}))
+    assert head["memory_ref"] == {"scope_id": scope, "revision": 6}
+    log = _ok(await client.call_tool("list_changes", {"scope_id": scope, "since_revision": 2}))
+    assert [c["op"] for c in log["changes"]] == ["retire", "reactivate", "revise", "add", "add"]
+    history = _ok(
+        await client.call_tool(
+            "entry_history", {"scope_id": scope, "entry_id": retired["entry_id"]}
+        )
+    )
+    assert [c["op"] for c in history["changes"]] == ["add", "retire", "reactivate", "revise"]
+    assert history["versions"][-1]["entry"]["text"] == f"{word} v3"
 
 
 async def test_tool_errors_name_the_code_without_echoing_input(
@@ -218,6 +272,12 @@ async def test_a_key_only_reaches_its_own_scopes(auth_server: Served) -> None:
             ("list_entries", {"scope_id": "scope-a"}),
             ("get_entry", {"scope_id": "scope-a", "citation": citation}),
             ("retire_entry", {"scope_id": "scope-a", "citation": citation}),
+            ("reactivate_entry", {"scope_id": "scope-a", "citation": citation}),
+            ("revise_entry", {"scope_id": "scope-a", "citation": citation, "text": "x"}),
+            ("remember_batch", {"scope_id": "scope-a", "entries": [{"text": "x"}]}),
+            ("entry_history", {"scope_id": "scope-a", "entry_id": citation["entry_id"]}),
+            ("list_changes", {"scope_id": "scope-a"}),
+            ("head", {"scope_id": "scope-a"}),
         ]
         for name, arguments in calls:
             text = _error_text(await client_b.call_tool(name, arguments))
@@ -255,3 +315,16 @@ def test_mcp_is_not_in_the_v1_schema(open_server: Served) -> None:
     from powercontext.server import create_app
 
     assert "/mcp" not in create_app().generated_openapi()["paths"]
+
+
+async def test_mcp_traffic_is_labelled_mcp_in_metrics(open_server: Served) -> None:
+    async with mcp_client(open_server) as client:
+        await client.list_tools()
+    async with httpx.AsyncClient(base_url=open_server.url) as http:
+        text = (await http.get("/metrics")).text
+    posts = [
+        line
+        for line in text.splitlines()
+        if line.startswith("powercontext_http_requests_total") and 'method="POST"' in line
+    ]
+    assert any('route="/mcp"' in line for line in posts), posts

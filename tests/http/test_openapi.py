@@ -90,3 +90,25 @@ def test_every_field_is_documented() -> None:
     } <= set(codes)
     search = schemas["SearchRequest"]["properties"]
     assert search["limit"]["maximum"] == 100 and search["query"]["maxLength"] == 8192
+
+
+def test_contract_passes_the_lint_rules_a_new_user_runs() -> None:
+    """What `npx @redocly/cli lint openapi/powercontext.yaml` (recommended rules) checks and
+    this contract once failed: servers present, a license, security declared on every
+    operation (empty where no key is needed), and a 4xx response on every operation."""
+    committed = _committed()
+    assert committed.get("servers") and all(server.get("url") for server in committed["servers"])
+    assert committed["info"].get("license", {}).get("name")
+    operations = [
+        (path, method, operation)
+        for path, methods in committed["paths"].items()
+        for method, operation in methods.items()
+    ]
+    assert operations
+    for path, method, operation in operations:
+        assert "security" in operation, f"{method} {path}: no security"
+        responses = operation["responses"]
+        assert any(str(status).startswith("4") for status in responses), f"{method} {path}"
+        assert operation.get("operationId"), f"{method} {path}"
+    open_routes = {path for path, _, operation in operations if operation["security"] == []}
+    assert open_routes == {"/v1/health", "/v1/ready", "/metrics"}

@@ -5,24 +5,17 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from tests.http.processes import free_port, wait_until_healthy
 
 
 def test_server_run_serves_logs_and_shuts_down_gracefully(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     env = os.environ | {
         "POWERCONTEXT_SERVER_DATABASE_URL": f"sqlite:///{tmp_path / 'proc.db'}",
         "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL": "none",
@@ -37,16 +30,7 @@ def test_server_run_serves_logs_and_shuts_down_gracefully(tmp_path: Path) -> Non
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.1)
+        wait_until_healthy(process, url)
         with httpx.Client(base_url=url) as client:
             client.post("/v1/memory/remember", json={"scope_id": "p", "text": "private words"})
             found = client.post(

@@ -171,5 +171,5 @@ def test_a_different_pinned_file_changes_the_profile() -> None:
 
 def test_missing_runtime_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "tokenizers", None)
-    with pytest.raises(ConfigurationError, match=r"pip install 'powercontext\[local\]'"):
+    with pytest.raises(ConfigurationError, match=r"pip install 'powercontext-memory\[local\]'"):
         LocalMiniLM(packaged_minilm_files())

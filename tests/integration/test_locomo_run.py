@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import struct
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -89,8 +90,22 @@ async def test_fts_retrieval_run_writes_sane_outputs(tmp_path: Path) -> None:
     assert "label the same numbers differently" in report
     assert "| overall | 8 |" in report
     assert "evidence_split" in report
+    assert outputs.paths.chart is not None
     width, height = _png_size(outputs.paths.chart)
     assert width > 600 and height > 200
+
+
+async def test_a_run_without_matplotlib_writes_its_report_and_says_how_to_get_the_chart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # what a missing package looks like
+    outputs = await run_locomo(_config(tmp_path), base_settings=_settings(), show_progress=False)
+    assert outputs.paths.chart is None and not (tmp_path / "recall.png").exists()
+    report = outputs.paths.report.read_text()
+    assert "| overall | 8 |" in report
+    assert "powercontext-memory[charts]" in report and "recall.png" not in report
 
 
 async def test_a_run_resumes_per_conversation(tmp_path: Path) -> None:

@@ -60,7 +60,8 @@ CHROMIUM_ARGS = [
 ]
 
 requires_chromium = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason=f"needs Debian's chromium at {CHROMIUM} (apt install chromium)"
+    not CHROMIUM.exists(),
+    reason=f"needs Debian's chromium at {CHROMIUM} (apt-get install chromium)",
 )
 
 
@@ -146,7 +147,7 @@ def inspector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Inspector]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not CHROMIUM.exists() or shutil.which(str(CHROMIUM)) is None:
-        pytest.skip(f"needs Debian's chromium at {CHROMIUM} (apt install chromium)")
+        pytest.skip(f"needs Debian's chromium at {CHROMIUM} (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

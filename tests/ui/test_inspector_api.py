@@ -27,7 +27,10 @@ def test_disabled_by_default_answers_404(tmp_path: Path) -> None:
     assert settings.ui.enabled is False
     with live_server(create_app(settings)) as server, httpx.Client(base_url=server.url) as http:
         auth = {"Authorization": f"Bearer {KEY_GARDEN}"}
-        assert http.get("/ui").status_code == 404
+        page = http.get("/ui")
+        assert page.status_code == 404
+        # The page's own address says how to turn it on; nothing else under /ui exists.
+        assert "POWERCONTEXT_SERVER_UI_ENABLED=true" in page.json()["error"]["message"]
         assert http.get("/ui/static/app.js").status_code == 404
         assert http.get("/ui/api/scopes", headers=auth).status_code == 404
         search = http.post(

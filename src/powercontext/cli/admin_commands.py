@@ -58,36 +58,73 @@ def _mask_url(url: str) -> str:
 
 
 def effective_configuration() -> dict[str, Any]:
-    """Every setting by its environment variable, with secrets masked."""
-    from pydantic import SecretStr
+    """Every setting by its environment variable, with secrets masked.
+
+    The groups and fields are read from the settings models, so a new setting is listed
+    without touching this command."""
+    from pydantic import BaseModel, SecretStr
 
     from powercontext.client.settings import ClientSettings
-    from powercontext.config import ServerSettings, env_name
+    from powercontext.config import HOME_VARIABLE, ServerSettings, data_home, env_name
 
     settings = ServerSettings()
-    values: dict[str, Any] = {}
-    for group in ("runtime", "inference", "database", "http"):
-        model = getattr(settings, group)
-        for field in type(model).model_fields:
-            value = getattr(model, field)
-            if isinstance(value, SecretStr):
-                value = MASK
-            values[env_name(group, field)] = value
+    values: dict[str, Any] = {HOME_VARIABLE: str(data_home())}
+    for name in type(settings).model_fields:
+        group = getattr(settings, name)
+        if not isinstance(group, BaseModel):
+            values[env_name(name)] = group
+            continue
+        for field in type(group).model_fields:
+            value = getattr(group, field)
+            values[env_name(name, field)] = MASK if isinstance(value, SecretStr) else value
     values[env_name("database", "url")] = _mask_url(settings.database.resolved_url())
-    values[env_name("log_format")] = settings.log_format
     client = ClientSettings()
-    values["POWERCONTEXT_CLIENT_SERVER_URL"] = _mask_url(client.server_url)
-    values["POWERCONTEXT_CLIENT_API_KEY"] = MASK if client.api_key else None
-    values["POWERCONTEXT_CLIENT_TIMEOUT"] = client.timeout
+    for field in type(client).model_fields:
+        value = getattr(client, field)
+        if isinstance(value, SecretStr):
+            value = MASK
+        elif field == "server_url":
+            value = _mask_url(value)
+        values[f"{CLIENT_PREFIX}{field.upper()}"] = value
     return {
         k: (str(v) if v is not None and not isinstance(v, bool | int | float) else v)
         for k, v in values.items()
     }
 
 
+CLIENT_PREFIX = "POWERCONTEXT_CLIENT_"
+_SECTIONS = (
+    "POWERCONTEXT_SERVER_RUNTIME_",
+    "POWERCONTEXT_SERVER_INFERENCE_",
+    "POWERCONTEXT_SERVER_DATABASE_",
+    "POWERCONTEXT_SERVER_HTTP_",
+    "POWERCONTEXT_SERVER_UI_",
+    "POWERCONTEXT_SERVER_",
+    CLIENT_PREFIX,
+    "POWERCONTEXT_",
+)
+
+
+def _sections(values: dict[str, Any]) -> dict[str, list[tuple[str, Any]]]:
+    """Variables grouped by their longest known prefix, the prefix cut off the name, so the
+    names fit in 80 columns (the longest is 38 characters) and values keep room."""
+    grouped: dict[str, list[tuple[str, Any]]] = {}
+    for name, value in values.items():
+        prefix = next(p for p in _SECTIONS if name.startswith(p))
+        grouped.setdefault(prefix, []).append((name.removeprefix(prefix), value))
+    return grouped
+
+
+def _display(value: Any) -> str:
+    if value is None:
+        return "(unset)"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 @config_app.command("show")
 def show(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-    """Print the effective configuration (environment, `.env` and defaults); secrets masked."""
+    """Print every setting's effective value (environment, `.env` and defaults), grouped by
+    variable prefix; secrets masked. --json prints the full variable names."""
     from rich.table import Table
     from rich.text import Text
 
@@ -96,9 +133,11 @@ def show(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = 
     if as_json:
         output.print_json(values)
         return
-    table = Table(title="effective configuration", title_justify="left")
-    table.add_column("variable", style="cyan", no_wrap=True)
-    table.add_column("value", overflow="fold")
-    for name, value in values.items():
-        table.add_row(name, Text("(unset)" if value is None else str(value)))
-    output.console.print(table)
+    for prefix, rows in _sections(values).items():
+        output.console.print(Text(f"{prefix}*", style="bold"), soft_wrap=True)
+        table = Table(show_header=False, box=None, padding=(0, 1, 0, 2))
+        table.add_column("variable", style="cyan", no_wrap=True)
+        table.add_column("value", overflow="fold")
+        for name, value in rows:
+            table.add_row(name, Text(_display(value)))
+        output.console.print(table)

@@ -10,9 +10,13 @@ from powercontext.cli import (
     admin_commands,
     bench_commands,
     db_commands,
+    mcp_commands,
     memory_commands,
     server_commands,
 )
+from powercontext.cli.help_format import hide_flag_types
+
+hide_flag_types()
 
 app = typer.Typer(
     name="powercontext",
@@ -26,6 +30,7 @@ app.add_typer(admin_commands.config_app, name="config")
 app.add_typer(bench_commands.app, name="bench")
 app.add_typer(db_commands.app, name="db")
 app.command("reindex")(admin_commands.reindex)
+app.command("mcp")(mcp_commands.mcp)
 
 
 def _version(value: bool) -> None:

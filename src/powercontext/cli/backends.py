@@ -8,13 +8,17 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from powercontext.memory.models import (
+    MemoryChangesPage,
     MemoryCitation,
     MemoryEntriesPage,
     MemoryEntry,
+    MemoryRef,
     MemorySearchPage,
     MemoryWriteResult,
+    ReactivateMemoryRequest,
     RememberMemoryRequest,
     RetireMemoryRequest,
+    ReviseMemoryRequest,
     SearchMemoryRequest,
 )
 
@@ -33,6 +37,14 @@ class CliMemory(Protocol):
     async def get(self, citation: MemoryCitation) -> MemoryEntry | None: ...
 
     async def retire(self, request: RetireMemoryRequest) -> MemoryWriteResult: ...
+
+    async def revise(self, request: ReviseMemoryRequest) -> MemoryWriteResult: ...
+
+    async def reactivate(self, request: ReactivateMemoryRequest) -> MemoryWriteResult: ...
+
+    async def changes(self, since_revision: int = 0, *, limit: int = 1000) -> MemoryChangesPage: ...
+
+    async def head(self) -> MemoryRef | None: ...
 
 
 @dataclass(frozen=True)

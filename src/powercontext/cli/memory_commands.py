@@ -1,17 +1,23 @@
-"""`powercontext memory remember|search|list|get|retire`."""
+"""`powercontext memory remember|search|list|get|retire` (and, from revision_commands,
+revise|reactivate|changes|head|history)."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 
-from powercontext.cli import output
-from powercontext.cli.backends import CliMemory, Target, open_memory
+from powercontext.cli import output, revision_commands
 from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
+from powercontext.cli.memory_options import (
+    ApiKey,
+    AsJson,
+    Local,
+    Scope,
+    ServerUrl,
+    metadata_object,
+    run,
+)
 from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.models import (
     RememberMemoryRequest,
@@ -21,58 +27,6 @@ from powercontext.memory.models import (
 )
 
 app = typer.Typer(help="Remember, search and manage the Memory of a scope.", no_args_is_help=True)
-T = TypeVar("T")
-
-Scope = Annotated[str, typer.Option("--scope", "-s", help="The scope id.")]
-Local = Annotated[
-    bool,
-    typer.Option(
-        "--local", help="Use the embedded store (POWERCONTEXT_SERVER_* settings), not a server."
-    ),
-]
-ServerUrl = Annotated[
-    str | None,
-    typer.Option(
-        "--server-url",
-        envvar="POWERCONTEXT_CLIENT_SERVER_URL",
-        help="The server (default http://127.0.0.1:8000).",
-        show_envvar=True,
-    ),
-]
-ApiKey = Annotated[
-    str | None,
-    typer.Option(
-        "--api-key", envvar="POWERCONTEXT_CLIENT_API_KEY", help="Bearer API key.", show_envvar=True
-    ),
-]
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
-
-
-def _run(
-    local: bool,
-    server_url: str | None,
-    api_key: str | None,
-    scope: str,
-    work: Callable[[CliMemory], Awaitable[T]],
-) -> T:
-    async def go() -> T:
-        async with open_memory(Target(local, server_url, api_key), scope) as memory:
-            return await work(memory)
-
-    with fail_on_errors():
-        return asyncio.run(go())
-
-
-def _metadata(value: str | None) -> dict[str, Any]:
-    if value is None:
-        return {}
-    try:
-        parsed = json.loads(value)
-    except ValueError as exc:
-        raise MemoryValidationError("--metadata must be a JSON object") from exc
-    if not isinstance(parsed, dict):
-        raise MemoryValidationError("--metadata must be a JSON object")
-    return parsed
 
 
 @app.command()
@@ -95,11 +49,11 @@ def remember(
         request = RememberMemoryRequest(
             kind=kind,
             text=text,
-            metadata=_metadata(metadata),
+            metadata=metadata_object(metadata),
             expected_revision=expected_revision,
             reason=reason,
         )
-    result = _run(local, server_url, api_key, scope, lambda m: m.remember(request))
+    result = run(local, server_url, api_key, scope, lambda m: m.remember(request))
     output.print_write(result, as_json)
 
 
@@ -117,7 +71,7 @@ def search(
     """Search a scope; prints the final hits."""
     with fail_on_errors():
         request = SearchMemoryRequest(query=query, limit=limit, mode=_mode(mode))
-    page = _run(local, server_url, api_key, scope, lambda m: m.search(request))
+    page = run(local, server_url, api_key, scope, lambda m: m.search(request))
     output.print_search(page, as_json)
 
 
@@ -145,7 +99,7 @@ def list_entries(
     as_json: AsJson = False,
 ) -> None:
     """List the active entries of a scope, oldest first."""
-    page = _run(
+    page = run(
         local,
         server_url,
         api_key,
@@ -169,7 +123,7 @@ def get(
     """Show the exact entry version a citation names."""
     with fail_on_errors():
         cited = output.parse_citation(citation, scope)
-    entry = _run(local, server_url, api_key, scope, lambda m: m.get(cited))
+    entry = run(local, server_url, api_key, scope, lambda m: m.get(cited))
     if entry is None:
         output.print_error("not_found", "the citation names no entry version in this scope")
         raise typer.Exit(EXIT_FAILURE)
@@ -193,5 +147,12 @@ def retire(
         request = RetireMemoryRequest(
             citation=output.parse_citation(citation, scope), reason=reason
         )
-    result = _run(local, server_url, api_key, scope, lambda m: m.retire(request))
+    result = run(local, server_url, api_key, scope, lambda m: m.retire(request))
     output.print_write(result, as_json)
+
+
+app.command()(revision_commands.revise)
+app.command()(revision_commands.reactivate)
+app.command()(revision_commands.changes)
+app.command()(revision_commands.head)
+app.command()(revision_commands.history)

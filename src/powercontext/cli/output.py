@@ -12,11 +12,15 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.history import MemoryEntryHistory
 from powercontext.memory.models import (
+    MemoryChange,
+    MemoryChangesPage,
     MemoryCitation,
     MemoryEntriesPage,
     MemoryEntry,
@@ -79,17 +83,20 @@ def _ref(ref: MemoryRef | None) -> str:
     return f"{ref.scope_id}@{ref.revision}" if ref else "(empty scope)"
 
 
-def _entries_table(entries: tuple[MemoryEntry, ...], title: str) -> Table:
-    table = Table(title=title, title_justify="left", show_lines=False)
-    table.add_column("kind", style="cyan", no_wrap=True)
-    table.add_column("text", overflow="fold")
-    table.add_column("v", justify="right")
-    table.add_column("citation", style="dim", overflow="fold")
+def _print_row(head: str, text: str, citation: MemoryCitation) -> None:
+    """One hit or entry as a block: a head line, the text (wrapped), and the citation alone on
+    its line, never wrapped, so it can be copied whole at 80 columns (a citation token is
+    about 70 characters: it cannot fit a table cell beside the text)."""
+    console.print(Text(head, style="cyan"), soft_wrap=True)
+    console.print(Padding(Text(text), (0, 0, 0, 4), expand=False))
+    console.print(Text("    " + citation_token(citation), style="dim"), soft_wrap=True)
+
+
+def _print_entries(entries: tuple[MemoryEntry, ...], title: str) -> None:
+    console.print(Text(title, style="bold"), soft_wrap=True)
     for entry in entries:
-        table.add_row(
-            Text(entry.kind), Text(entry.text), str(entry.version), citation_token(entry.citation)
-        )
-    return table
+        state = "" if entry.active else " (retired)"
+        _print_row(f"  {entry.kind} · v{entry.version}{state}", entry.text, entry.citation)
 
 
 def print_write(result: MemoryWriteResult, as_json: bool) -> None:
@@ -100,7 +107,7 @@ def print_write(result: MemoryWriteResult, as_json: bool) -> None:
         f"[green]revision {result.memory_ref.revision}[/] of {escape(result.memory_ref.scope_id)}"
     )
     if result.entries:
-        console.print(_entries_table(result.entries, "written"))
+        _print_entries(result.entries, "written")
     if result.vectors_pending:
         console.print(
             f"[yellow]{result.vectors_pending} entries await embedding: run `powercontext reindex`"
@@ -111,33 +118,19 @@ def print_search(page: MemorySearchPage, as_json: bool) -> None:
     if as_json:
         print_json(search_json(page))
         return
-    table = Table(
-        title=f"{len(page.hits)} hits · {page.mode} · {_ref(page.memory_ref)}",
-        title_justify="left",
+    console.print(
+        Text(f"{len(page.hits)} hits · {page.mode} · {_ref(page.memory_ref)}", style="bold"),
+        soft_wrap=True,
     )
-    table.add_column("#", justify="right")
-    table.add_column("score", justify="right")
-    table.add_column("kind", style="cyan", no_wrap=True)
-    table.add_column("text", overflow="fold")
-    table.add_column("citation", style="dim", overflow="fold")
     for rank, hit in enumerate(page.hits, start=1):
-        table.add_row(
-            str(rank),
-            f"{hit.score:.4f}",
-            Text(hit.kind),
-            Text(hit.text),
-            citation_token(hit.citation),
-        )
-    console.print(table)
+        _print_row(f"{rank:>3}. {hit.score:.4f} · {hit.kind}", hit.text, hit.citation)
 
 
 def print_entries(page: MemoryEntriesPage, as_json: bool) -> None:
     if as_json:
         print_json(page.model_dump(mode="json"))
         return
-    console.print(
-        _entries_table(page.entries, f"{len(page.entries)} entries · {_ref(page.memory_ref)}")
-    )
+    _print_entries(page.entries, f"{len(page.entries)} entries · {_ref(page.memory_ref)}")
     if page.next_cursor:
         console.print(f"more: --cursor {page.next_cursor}")
 
@@ -156,11 +149,63 @@ def print_entry(entry: MemoryEntry, as_json: bool) -> None:
         ("version", str(entry.version)),
         ("active", str(entry.active).lower()),
         ("created_at", entry.created_at.isoformat()),
-        ("citation", citation_token(entry.citation)),
     ):
         table.add_row(name, Text(value))
     console.print(table)
+    console.print(Text("citation", style="bold"), soft_wrap=True)
+    console.print(Text("    " + citation_token(entry.citation)), soft_wrap=True)
+
+
+def _change_line(change: MemoryChange) -> str:
+    previous = change.previous_entry_version_id
+    was = f"\n    was     {previous}" if previous else ""
+    reason = f" · {change.reason}" if change.reason else ""
+    return (
+        f"  r{change.revision} {change.op} · {change.created_at.isoformat()}{reason}\n"
+        f"    entry   {change.entry_id}\n    version {change.entry_version_id}{was}"
+    )
+
+
+def print_changes(page: MemoryChangesPage, as_json: bool) -> None:
+    if as_json:
+        print_json(page.model_dump(mode="json"))
+        return
+    title = f"{len(page.changes)} changes · {_ref(page.memory_ref)}"
+    console.print(Text(title, style="bold"), soft_wrap=True)
+    for change in page.changes:
+        console.print(Text(_change_line(change)), soft_wrap=True)
+    if page.changes:
+        console.print(f"more: --since {page.next_since_revision}", soft_wrap=True)
+
+
+def print_head(ref: MemoryRef | None, scope_id: str, as_json: bool) -> None:
+    if as_json:
+        print_json({"memory_ref": ref.model_dump(mode="json") if ref else None})
+        return
+    console.print(Text(_ref(ref) if ref else f"{scope_id}: empty scope"), soft_wrap=True)
+
+
+def print_history(history: MemoryEntryHistory, as_json: bool) -> None:
+    if as_json:
+        print_json(history.model_dump(mode="json"))
+        return
+    versions = len(history.versions)
+    title = f"entry {history.entry_id} · {versions} versions · {_ref(history.memory_ref)}"
+    console.print(Text(title, style="bold"), soft_wrap=True)
+    for record in history.versions:
+        entry = record.entry
+        state = "active" if entry.active else "not active at head"
+        head = f"  v{entry.version} · {entry.kind} · {entry.created_at.isoformat()} · {state}"
+        _print_row(head, entry.text, entry.citation)
+    console.print(Text("changes", style="bold"))
+    for change in history.changes:
+        console.print(Text(_change_line(change)), soft_wrap=True)
+    if not history.complete:
+        console.print("[yellow]the change log is longer than one lookup reads: history cut")
 
 
 def print_error(code: str, message: str) -> None:
-    errors.print(f"[red]error[/] [bold]{escape(code)}[/]: {escape(message)}", highlight=False)
+    # One line whatever the width, so a log or a grep sees the whole message.
+    errors.print(
+        f"[red]error[/] [bold]{escape(code)}[/]: {escape(message)}", highlight=False, soft_wrap=True
+    )

@@ -7,16 +7,16 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
-from starlette.routing import Route
 
 from powercontext import __version__
 from powercontext.config import ServerSettings
 from powercontext.memory.service import SearchObserver
 from powercontext.runtime import Runtime, open_runtime
 from powercontext.server.auth import ApiKeyAuthority
+from powercontext.server.capability import log_search_capability
 from powercontext.server.contract import DESCRIPTION, TITLE, generate_openapi, load_contract
 from powercontext.server.errors import install_error_handlers
-from powercontext.server.mcp import MCP_PATH, McpTools
+from powercontext.server.mcp import McpRoute, McpTools
 from powercontext.server.metrics import ServerMetrics
 from powercontext.server.middleware import RequestContextMiddleware
 from powercontext.server.readiness import ReadinessProbe
@@ -66,6 +66,7 @@ def create_app(
         async with factory(settings, state.metrics.observe_search) as runtime, mcp_tools.running():
             state.runtime = runtime
             state.readiness = ReadinessProbe(runtime)
+            log_search_capability(runtime)
             try:
                 yield
             finally:
@@ -85,9 +86,7 @@ def create_app(
     app.state.powercontext = state
     app.include_router(router)
     # Not part of the v1 contract (openapi/powercontext.yaml): MCP has its own tool schemas.
-    app.router.routes.append(
-        Route(MCP_PATH, mcp_tools, methods=["GET", "POST", "DELETE"], include_in_schema=False)
-    )
+    app.router.routes.append(McpRoute(mcp_tools))
     install_ui(app, settings)  # /ui, off unless POWERCONTEXT_SERVER_UI_ENABLED=true
     install_error_handlers(app)
     app.add_middleware(

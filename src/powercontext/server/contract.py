@@ -31,6 +31,18 @@ Bodies larger than POWERCONTEXT_SERVER_HTTP_MAX_BODY_BYTES (default 64 MiB) are 
 413 before they are parsed.
 """
 
+SERVERS = [
+    {
+        "url": "http://127.0.0.1:8000",
+        "description": "`powercontext server run` with its defaults (POWERCONTEXT_SERVER_HTTP_*)",
+    }
+]
+LICENSE = {"name": "Apache-2.0", "identifier": "Apache-2.0"}
+MALFORMED_REQUEST = {
+    "description": "Malformed HTTP request, refused by the HTTP server before any route runs "
+    "(plain text, not the error envelope).",
+}
+
 REPO_CONTRACT = Path(__file__).resolve().parents[3] / "openapi" / "powercontext.yaml"
 PACKAGED_CONTRACT = Path(__file__).resolve().with_name("powercontext.yaml")
 
@@ -42,14 +54,26 @@ def generate_openapi(app: FastAPI) -> dict[str, Any]:
         version=__version__,
         description=DESCRIPTION,
         routes=app.routes,
+        servers=SERVERS,
+        license_info=LICENSE,
         separate_input_output_schemas=False,
     )
-    # The bearer key is required only when auth is enabled: the empty requirement says so.
     for operations in schema.get("paths", {}).values():
         for operation in operations.values():
-            if operation.get("security") and {} not in operation["security"]:
-                operation["security"].append({})
+            _complete(operation)
     return schema
+
+
+def _complete(operation: dict[str, Any]) -> None:
+    # The bearer key is required only when auth is enabled: the empty requirement says so.
+    # Operations without a key (health, readiness, metrics) say so with an empty list.
+    security = operation.setdefault("security", [])
+    if security and {} not in security:
+        security.append({})
+    # Every operation can be refused; routes without their own 4xx still meet the server's.
+    responses = operation.setdefault("responses", {})
+    if not any(str(status).startswith("4") for status in responses):
+        responses["400"] = dict(MALFORMED_REQUEST)
 
 
 def render_yaml(schema: dict[str, Any]) -> str:

@@ -1,26 +1,27 @@
-"""MCP tools over streamable HTTP at `/mcp`: remember, search, list, get and retire.
+"""The MCP server: tool listing, tool calls, `/mcp` over streamable HTTP, and stdio.
 
-The tools are the HTTP v1 memory operations with the same wire models (server/schemas.py):
-each tool's input schema is its v1 request model's JSON schema and its output schema is the
-v1 response model's, so the two surfaces cannot drift apart.
+The tools themselves (one per HTTP v1 memory operation, same wire models) are in mcp_tools.
 
-Auth is the HTTP v1 rule. The endpoint answers 401 before any MCP processing when the bearer
-key is missing or unknown, and every tool call authenticates its own HTTP request again and
-checks the scope it names against the key's grant; a refused scope is a tool error that
-carries no data. The transport runs stateless with JSON responses: no session is kept
+Auth is the HTTP v1 rule. Over HTTP the endpoint answers 401 before any MCP processing when
+the bearer key is missing or unknown, and every tool call authenticates its own HTTP request
+again and checks the scope it names against the key's grant; a refused scope is a tool error
+that carries no data. The transport runs stateless with JSON responses: no session is kept
 between HTTP requests, so nothing a key did can be reached through another key's request.
+Over stdio (one client, the process that started us) there is no header: the key is given
+once at startup (`powercontext mcp --api-key`), checked then, and every call is held to its
+grant exactly as over HTTP. With no keys configured both transports are open, like the API.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import (
@@ -29,172 +30,40 @@ from mcp.types import (
     ListToolsResult,
     PaginatedRequestParams,
     TextContent,
-    Tool,
-    ToolAnnotations,
 )
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
+from starlette.routing import Match, Route
 from starlette.types import Receive, Scope, Send
 
 from powercontext import __version__
 from powercontext.config import ServerSettings
-from powercontext.memory.errors import NotFoundError, PowerContextError
-from powercontext.memory.models import (
-    MemoryCitation,
-    RememberMemoryRequest,
-    RetireMemoryRequest,
-    SearchMemoryRequest,
-)
-from powercontext.memory.scoped import ScopedMemory
+from powercontext.memory.errors import PowerContextError
 from powercontext.server.auth import ApiKeyAuthority, KeyGrant, is_loopback
 from powercontext.server.errors import UnauthorizedError, describe, error_response
-from powercontext.server.routes import ServerState, search_response
-from powercontext.server.schemas import (
-    CitationModel,
-    EntriesPageModel,
-    EntryModel,
-    GetEntryRequest,
-    ListEntriesRequest,
-    RememberOneRequest,
-    RetireEntryRequest,
-    SearchRequest,
-    SearchResponse,
-    WriteResultModel,
-)
+from powercontext.server.mcp_tools import INSTRUCTIONS, MEMORY_TOOLS, ScopedBody
+from powercontext.server.routes import ServerState
 
 log = logging.getLogger("powercontext.mcp")
 
 MCP_PATH = "/mcp"
 SERVER_NAME = "powercontext"
-_INSTRUCTIONS = (
-    "PowerContext is durable, revisioned memory. Every tool names a `scope_id` (a tenant, "
-    "project or agent); the API key must be allowed that scope. Search returns hits with "
-    "citations; pass a citation to get_entry to read that exact version, or to retire_entry "
-    "to retire the entry."
-)
-
-Handler = Callable[[ScopedMemory, Any], Awaitable[BaseModel]]
 
 
-class _ScopedBody(Protocol):
-    scope_id: str
+class McpRoute(Route):
+    """The `/mcp` route. A plain Starlette route does not record itself in the request scope
+    (FastAPI's routes do), so the access log and /metrics would label MCP traffic
+    `unmatched`; this one records itself, and is labelled `/mcp`."""
 
-
-@dataclass(frozen=True, slots=True)
-class MemoryTool:
-    """One MCP tool: the v1 request model it accepts and the v1 response model it returns."""
-
-    name: str
-    description: str
-    request: type[BaseModel]
-    response: type[BaseModel]
-    handler: Handler
-    annotations: ToolAnnotations
-
-    def describe(self) -> Tool:
-        return Tool(
-            name=self.name,
-            title=self.annotations.title,
-            description=self.description,
-            input_schema=self.request.model_json_schema(mode="validation"),
-            output_schema=self.response.model_json_schema(mode="serialization"),
-            annotations=self.annotations,
+    def __init__(self, endpoint: McpTools) -> None:
+        super().__init__(
+            MCP_PATH, endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False
         )
 
-
-def _citation(model: CitationModel) -> MemoryCitation:
-    return MemoryCitation.model_validate(model.model_dump())
-
-
-async def _remember(memory: ScopedMemory, body: RememberOneRequest) -> BaseModel:
-    one = RememberMemoryRequest.model_validate(body.model_dump(exclude={"scope_id"}))
-    result = await memory.remember(one)
-    return WriteResultModel.model_validate(result.model_dump())
-
-
-async def _search(memory: ScopedMemory, body: SearchRequest) -> BaseModel:
-    page = await memory.search(
-        SearchMemoryRequest(query=body.query, limit=body.limit, mode=body.mode)
-    )
-    return search_response(page)
-
-
-async def _list(memory: ScopedMemory, body: ListEntriesRequest) -> BaseModel:
-    page = await memory.list(revision=body.revision, cursor=body.cursor, limit=body.limit)
-    return EntriesPageModel.model_validate(page.model_dump())
-
-
-async def _get(memory: ScopedMemory, body: GetEntryRequest) -> BaseModel:
-    entry = await memory.get(_citation(body.citation))
-    if entry is None:
-        raise NotFoundError("the citation names no entry version in this scope")
-    return EntryModel.model_validate(entry.model_dump())
-
-
-async def _retire(memory: ScopedMemory, body: RetireEntryRequest) -> BaseModel:
-    retired = RetireMemoryRequest(
-        citation=_citation(body.citation),
-        reason=body.reason,
-        expected_revision=body.expected_revision,
-    )
-    result = await memory.retire(retired)
-    return WriteResultModel.model_validate(result.model_dump())
-
-
-def _annotations(title: str, *, read_only: bool, destructive: bool = False) -> ToolAnnotations:
-    return ToolAnnotations(
-        title=title,
-        read_only_hint=read_only,
-        destructive_hint=destructive,
-        idempotent_hint=read_only,
-        open_world_hint=False,
-    )
-
-
-MEMORY_TOOLS: tuple[MemoryTool, ...] = (
-    MemoryTool(
-        "remember",
-        "Remember one entry (text, optional kind and metadata) in a scope; creates one "
-        "revision and returns the citations of the version written.",
-        RememberOneRequest,
-        WriteResultModel,
-        _remember,
-        _annotations("Remember", read_only=False),
-    ),
-    MemoryTool(
-        "search",
-        "Search a scope's memory at its head revision; returns the final hits, best first, "
-        "each with a citation.",
-        SearchRequest,
-        SearchResponse,
-        _search,
-        _annotations("Search memory", read_only=True),
-    ),
-    MemoryTool(
-        "list_entries",
-        "Page through the entries active at a revision (default the head), oldest first.",
-        ListEntriesRequest,
-        EntriesPageModel,
-        _list,
-        _annotations("List entries", read_only=True),
-    ),
-    MemoryTool(
-        "get_entry",
-        "Resolve a citation (from search, list or a write) to its exact entry version.",
-        GetEntryRequest,
-        EntryModel,
-        _get,
-        _annotations("Get entry", read_only=True),
-    ),
-    MemoryTool(
-        "retire_entry",
-        "Retire (soft-delete) the entry a citation names: later revisions no longer find it; "
-        "its citations still resolve.",
-        RetireEntryRequest,
-        WriteResultModel,
-        _retire,
-        _annotations("Retire entry", read_only=False, destructive=True),
-    ),
-)
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)
+        if match != Match.NONE:
+            child = {**child, "route": self}
+        return match, child
 
 
 def bearer_token(headers: Mapping[str, str] | None) -> str | None:
@@ -230,16 +99,19 @@ def _validation_error(exc: ValidationError) -> CallToolResult:
 class McpTools:
     """The MCP server of one app: tool listing, tool calls and the `/mcp` ASGI endpoint."""
 
-    def __init__(self, state: ServerState, settings: ServerSettings) -> None:
+    def __init__(
+        self, state: ServerState, settings: ServerSettings, *, stdio_api_key: str | None = None
+    ) -> None:
         self._state = state
         self._settings = settings
+        self._stdio_api_key = stdio_api_key
         self._tools = {tool.name: tool for tool in MEMORY_TOOLS}
         self._listing = ListToolsResult(tools=[tool.describe() for tool in MEMORY_TOOLS])
         self.server: Server[Any] = Server(
             SERVER_NAME,
             version=__version__,
             title="PowerContext",
-            instructions=_INSTRUCTIONS,
+            instructions=INSTRUCTIONS,
             get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
@@ -261,9 +133,18 @@ class McpTools:
 
     def _grant(self, ctx: ServerRequestContext[Any]) -> KeyGrant:
         # The endpoint authenticated this HTTP request already; authenticating again here
-        # keeps the tool fail-closed even if it were ever reached another way.
+        # keeps the tool fail-closed even if it were ever reached another way. A stdio call
+        # has no HTTP request: it carries the key `powercontext mcp` was started with.
+        if ctx.request is None:
+            return self.authority.authenticate(self._stdio_api_key)
         headers = getattr(ctx.request, "headers", None)
         return self.authority.authenticate(bearer_token(headers))
+
+    async def serve_stdio(self) -> None:
+        """Serve the tools over this process's stdin/stdout until the client closes them."""
+        self.authority.authenticate(self._stdio_api_key)  # refuse to start with a bad key
+        async with stdio_server() as (read, write):
+            await self.server.run(read, write, self.server.create_initialization_options())
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
@@ -274,7 +155,7 @@ class McpTools:
         try:
             grant = self._grant(ctx)
             body = tool.request.model_validate(params.arguments or {})
-            scope_id = cast(_ScopedBody, body).scope_id  # every v1 memory request has one
+            scope_id = cast(ScopedBody, body).scope_id  # every v1 memory request has one
             grant.require(scope_id)
             runtime = self._state.runtime
             assert runtime is not None, "the lifespan opens the runtime before serving"

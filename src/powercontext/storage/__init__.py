@@ -30,7 +30,7 @@ async def open_store(url: str) -> MemoryStore:
         except ImportError as exc:
             raise ConfigurationError(
                 f"{URL_VARIABLE} names PostgreSQL, but its backend is not available ({exc}); "
-                "install the postgres extra: pip install 'powercontext[postgres]'"
+                "install the postgres extra: pip install 'powercontext-memory[postgres]'"
             ) from exc
         store: MemoryStore = await PostgresMemoryStore.open(url)
         return store

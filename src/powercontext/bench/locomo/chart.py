@@ -1,13 +1,24 @@
 """PNG chart: evidence recall@k of the coarse pool against the final hits, per category.
 
 matplotlib is imported lazily with the Agg backend: the harness needs no display, and
-importing the package costs nothing until a chart is drawn.
+importing the package costs nothing until a chart is drawn. It is optional (the `[charts]`
+extra): without it the run still writes its JSON and Markdown report, and says so.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+CHART_HINT = "no chart: matplotlib is not installed (pip install 'powercontext-memory[charts]')"
+
+
+def charts_available() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def write_recall_chart(results: dict[str, Any], path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from powercontext.bench.locomo.backends import BackendUnavailableError
+from powercontext.bench.locomo.chart import CHART_HINT
 from powercontext.bench.locomo.dataset import DatasetError
 from powercontext.bench.locomo.generation import GenerationUnavailableError
 from powercontext.bench.locomo.runner import RunConfig, run_locomo
@@ -123,4 +124,5 @@ def locomo_command(
     )
     if outputs.resumed:
         typer.echo(f"resumed: {', '.join(outputs.resumed)}")
-    typer.echo(f"wrote {outputs.paths.results}, {outputs.paths.report}, {outputs.paths.chart}")
+    paths = outputs.paths
+    typer.echo(f"wrote {paths.results}, {paths.report}, {paths.chart or CHART_HINT}")

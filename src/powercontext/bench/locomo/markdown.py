@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from powercontext.bench.locomo.chart import CHART_HINT
+
 LABEL_NOTE = (
     "Categories use the mapping of the LoCoMo authors' evaluation code: 1 multi-hop, "
     "2 temporal, 3 open-domain, 4 single-hop, 5 adversarial. Other harnesses label the same "
@@ -76,7 +78,7 @@ def _answers_section(answers: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def render_report(results: dict[str, Any], *, chart_name: str) -> str:
+def render_report(results: dict[str, Any], *, chart_name: str | None) -> str:
     config = results["config"]
     dataset = results["dataset"]
     retrieval = results["retrieval"]
@@ -137,7 +139,10 @@ def render_report(results: dict[str, Any], *, chart_name: str) -> str:
             f"{_number(tokens['input'], 0)}, output {_number(tokens['output'], 0)}; "
             f"fallbacks: {tokens['fallbacks']}."
         )
-    lines += ["", f"![recall@k, coarse pool against final hits]({chart_name})", ""]
+    if chart_name is not None:
+        lines += ["", f"![recall@k, coarse pool against final hits]({chart_name})", ""]
+    else:
+        lines += ["", f"({CHART_HINT})", ""]
     if results["answers"]:
         lines += _answers_section(results["answers"])
     issues = dataset["issues"]

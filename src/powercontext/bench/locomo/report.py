@@ -28,7 +28,7 @@ CHART_FILE = "recall.png"
 class ReportPaths:
     results: Path
     report: Path
-    chart: Path
+    chart: Path | None  # None when matplotlib is not installed
 
 
 def _ranking(ids: Sequence[Sequence[str]]) -> list[frozenset[str]]:
@@ -139,11 +139,14 @@ def build_results(
 
 
 def write_outputs(results: dict[str, Any], out: Path) -> ReportPaths:
-    from powercontext.bench.locomo.chart import write_recall_chart
+    from powercontext.bench.locomo.chart import charts_available, write_recall_chart
     from powercontext.bench.locomo.markdown import render_report
 
-    paths = ReportPaths(out / RESULTS_FILE, out / REPORT_FILE, out / CHART_FILE)
+    chart = out / CHART_FILE if charts_available() else None
+    paths = ReportPaths(out / RESULTS_FILE, out / REPORT_FILE, chart)
     paths.results.write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")
-    write_recall_chart(results, paths.chart)
-    paths.report.write_text(render_report(results, chart_name=paths.chart.name), encoding="utf-8")
+    if chart is not None:
+        write_recall_chart(results, chart)
+    chart_name = chart.name if chart is not None else None
+    paths.report.write_text(render_report(results, chart_name=chart_name), encoding="utf-8")
     return paths

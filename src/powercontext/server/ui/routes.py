@@ -16,21 +16,20 @@ from importlib.resources import files
 from typing import Any
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 from powercontext.memory.errors import NotFoundError
+from powercontext.memory.history import entry_history
 from powercontext.memory.models import (
-    MemoryCitation,
     MemoryEntry,
     MemoryHit,
     MemoryRef,
     MemoryRerankTrace,
-    ScopeId,
     SearchMemoryRequest,
 )
+from powercontext.server.history import HistoryRequest
 from powercontext.server.routes import Caller, scoped_memory, state_of
-from powercontext.server.schemas import MAX_ID_CHARS, ListEntriesRequest, SearchRequest
+from powercontext.server.schemas import ListEntriesRequest, SearchRequest
 
 UI_PATH = "/ui"
 STATIC_FILES = {
@@ -38,8 +37,6 @@ STATIC_FILES = {
     "style.css": "text/css; charset=utf-8",
     "favicon.svg": "image/svg+xml",
 }
-MAX_HISTORY_CHANGES = 100_000
-"""How many change-log rows one history lookup reads at most (the log has no entry index)."""
 
 # The page loads only its own script and stylesheet; even a missed escape could not run code.
 _SECURITY_HEADERS = {
@@ -55,13 +52,6 @@ _SECURITY_HEADERS = {
 
 def _asset(name: str) -> bytes:
     return files("powercontext.server.ui").joinpath("static", name).read_bytes()
-
-
-class HistoryRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    scope_id: ScopeId
-    entry_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
 
 
 def _json(payload: Any) -> Response:
@@ -181,37 +171,16 @@ async def entries(body: ListEntriesRequest, caller: Caller, request: Request) ->
 async def history(body: HistoryRequest, caller: Caller, request: Request) -> Response:
     """Every version of one entry, oldest first, with the change that wrote or retired it."""
     memory = scoped_memory(request, caller, body.scope_id)
-    head = await memory.head()
-    changes: list[dict[str, Any]] = []
-    since, scanned = 0, 0
-    while head is not None and scanned < MAX_HISTORY_CHANGES:
-        page = await memory.changes(since, limit=10_000)
-        if not page.changes:
-            break
-        scanned += len(page.changes)
-        changes += [c.model_dump(mode="json") for c in page.changes if c.entry_id == body.entry_id]
-        since = page.next_since_revision
-    if head is None or not changes:
-        raise NotFoundError("no such entry in this scope")
-    versions: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for change in changes:
-        version_id = change["entry_version_id"]
-        if change["op"] == "retire" or version_id in seen:
-            continue
-        seen.add(version_id)
-        citation = MemoryCitation(
-            memory_ref=head, entry_id=body.entry_id, entry_version_id=version_id
-        )
-        entry = await memory.get(citation)
-        if entry is not None:
-            versions.append(_entry(entry) | {"written_by": change})
+    found = await entry_history(memory, body.entry_id)
     return _json(
         {
-            "memory_ref": _ref(head),
-            "entry_id": body.entry_id,
-            "changes": changes,
-            "versions": versions,
-            "complete": scanned < MAX_HISTORY_CHANGES,
+            "memory_ref": _ref(found.memory_ref),
+            "entry_id": found.entry_id,
+            "changes": [change.model_dump(mode="json") for change in found.changes],
+            "versions": [
+                _entry(record.entry) | {"written_by": record.written_by.model_dump(mode="json")}
+                for record in found.versions
+            ],
+            "complete": found.complete,
         }
     )

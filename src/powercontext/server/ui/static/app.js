@@ -62,6 +62,29 @@ function badges(channels) {
 
 const fmt = (score) => Number(score).toFixed(4);
 
+// "2026-12-04T16:47:35.323945+00:00" -> "2026-12-04 16:47:35 UTC": seconds, with the zone.
+function when(iso) {
+  if (!iso) return "";
+  const match = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(?:\.\d+)?(Z|[+-]\d{2}:\d{2})?$/.exec(iso);
+  if (!match) return iso;
+  const zone = !match[3] || match[3] === "Z" || match[3] === "+00:00" ? "UTC" : "UTC" + match[3];
+  return match[1] + " " + match[2] + " " + zone;
+}
+
+// The entry text, and its metadata (if any) as key: value lines under it.
+function textCell(text, metadata) {
+  const cell = el("td", { className: "text" }, text);
+  const pairs = Object.entries(metadata || {});
+  if (pairs.length) {
+    const list = el("dl", { className: "meta" });
+    for (const [key, value] of pairs) {
+      list.append(el("dt", null, key), el("dd", null, typeof value === "string" ? value : JSON.stringify(value)));
+    }
+    cell.append(list);
+  }
+  return cell;
+}
+
 function chip(text, warn) {
   return el("span", { className: warn ? "chip warn" : "chip" }, text);
 }
@@ -104,7 +127,7 @@ function renderSearch(result) {
         el("td", { className: "num" }, hit.rank),
         badges(hit.matched_by),
         el("td", { className: "num" }, fmt(hit.score)),
-        el("td", { className: "text" }, hit.text),
+        textCell(hit.text, hit.metadata),
         el("td", null, outcome + truncated),
       );
     }),
@@ -121,7 +144,7 @@ function renderSearch(result) {
         el("td", { className: "num" }, hit.rank),
         badges(hit.matched_by),
         el("td", { className: "num" }, fmt(hit.score)),
-        el("td", { className: "text" }, hit.text),
+        textCell(hit.text, hit.metadata),
       ),
     ),
   );
@@ -156,8 +179,8 @@ function entryRow(entry) {
     { dataset: { entryId: entry.entry_id } },
     el("td", { className: "num" }, entry.version),
     el("td", null, entry.kind),
-    el("td", { className: "text" }, entry.text),
-    el("td", { className: "num" }, entry.created_at.replace("T", " ").slice(0, 19)),
+    textCell(entry.text, entry.metadata),
+    el("td", { className: "num" }, when(entry.created_at)),
     el("td", null, button),
   );
 }
@@ -198,13 +221,16 @@ async function showHistory(entryId) {
           el("td", { className: "num" }, change.revision),
           el("td", null, change.op),
           el("td", { className: "num" }, version ? version.version : ""),
-          el("td", { className: "text" }, version && change.op !== "retire" ? version.text : ""),
+          version && change.op !== "retire" ? textCell(version.text, version.metadata) : el("td"),
           el("td", { className: "text" }, change.reason || ""),
+          el("td", { className: "num" }, when(change.created_at)),
           el("td", null, state),
         );
       }),
     );
     $("history-entry").textContent = "(entry " + entryId + ", " + history.versions.length + " versions)";
+    // Below 900 px the panel stacks under a long entries table: bring it into view.
+    $("history").scrollIntoView({ block: "start" });
     status("History of " + entryId + ".");
   } catch (error) {
     status(error.message, true);

@@ -1,0 +1,128 @@
+"""`powercontext memory revise|reactivate|changes|head|history`: the revision side of a scope.
+
+Registered on the `memory` group by memory_commands; like the other memory commands each runs
+against a server through the SDK, or with --local on the embedded store.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from powercontext.cli import output
+from powercontext.cli.errors import fail_on_errors
+from powercontext.cli.memory_options import (
+    ApiKey,
+    AsJson,
+    Local,
+    Scope,
+    ServerUrl,
+    metadata_object,
+    run,
+)
+from powercontext.memory.history import entry_history
+from powercontext.memory.models import ReactivateMemoryRequest, ReviseMemoryRequest
+
+Citation = Annotated[
+    str, typer.Argument(help="The entry's current version, as REVISION:ENTRY_ID:VERSION_ID.")
+]
+Reason = Annotated[str | None, typer.Option(help="Recorded in the change log.")]
+ExpectedRevision = Annotated[
+    int | None, typer.Option(help="Refuse unless the scope is at this revision.")
+]
+
+
+def revise(
+    citation: Citation,
+    text: Annotated[str, typer.Argument(help="The new text.")],
+    scope: Scope,
+    kind: Annotated[str | None, typer.Option(help="A new kind (default: keep).")] = None,
+    metadata: Annotated[
+        str | None, typer.Option(help="A JSON object replacing the metadata (default: keep).")
+    ] = None,
+    reason: Reason = None,
+    expected_revision: ExpectedRevision = None,
+    local: Local = False,
+    server_url: ServerUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Write a new version of an entry; the old version stays citable."""
+    with fail_on_errors():
+        request = ReviseMemoryRequest(
+            citation=output.parse_citation(citation, scope),
+            text=text,
+            kind=kind,
+            metadata=metadata_object(metadata) if metadata is not None else None,
+            reason=reason,
+            expected_revision=expected_revision,
+        )
+    result = run(local, server_url, api_key, scope, lambda m: m.revise(request))
+    output.print_write(result, as_json)
+
+
+def reactivate(
+    citation: Citation,
+    scope: Scope,
+    reason: Reason = None,
+    expected_revision: ExpectedRevision = None,
+    local: Local = False,
+    server_url: ServerUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Make a retired entry active again (search finds it from the new revision on)."""
+    with fail_on_errors():
+        request = ReactivateMemoryRequest(
+            citation=output.parse_citation(citation, scope),
+            reason=reason,
+            expected_revision=expected_revision,
+        )
+    result = run(local, server_url, api_key, scope, lambda m: m.reactivate(request))
+    output.print_write(result, as_json)
+
+
+def changes(
+    scope: Scope,
+    since: Annotated[
+        int, typer.Option(min=0, help="Changes after this revision (0: from the start).")
+    ] = 0,
+    limit: Annotated[int, typer.Option(min=1, max=10_000, help="Changes per page.")] = 100,
+    local: Local = False,
+    server_url: ServerUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """The change log of a scope, oldest first: what each revision added, revised or retired."""
+    page = run(local, server_url, api_key, scope, lambda m: m.changes(since, limit=limit))
+    output.print_changes(page, as_json)
+
+
+def head(
+    scope: Scope,
+    local: Local = False,
+    server_url: ServerUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """The head revision of a scope (none for an empty scope)."""
+    ref = run(local, server_url, api_key, scope, lambda m: m.head())
+    output.print_head(ref, scope, as_json)
+
+
+def history(
+    entry: Annotated[
+        str, typer.Argument(help="An ENTRY_ID, or any citation of the entry (REVISION:ID:VERSION).")
+    ],
+    scope: Scope,
+    local: Local = False,
+    server_url: ServerUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Every version of one entry and every change that touched it, oldest first."""
+    with fail_on_errors():
+        entry_id = output.parse_citation(entry, scope).entry_id if ":" in entry else entry
+    found = run(local, server_url, api_key, scope, lambda m: entry_history(m, entry_id))
+    output.print_history(found, as_json)

@@ -1,0 +1,30 @@
+"""`powercontext server run` as a real child process: a free port, and waiting until it serves."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_until_healthy(process: subprocess.Popen[str], url: str, seconds: float = 30) -> None:
+    """Poll /v1/health; fail with the server's stderr if it exits first."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert process.poll() is None, process.stderr.read() if process.stderr else ""
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.1)
