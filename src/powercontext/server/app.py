@@ -16,6 +16,7 @@ from powercontext.runtime import Runtime, open_runtime
 from powercontext.server.auth import ApiKeyAuthority
 from powercontext.server.contract import DESCRIPTION, TITLE, generate_openapi, load_contract
 from powercontext.server.errors import install_error_handlers
+from powercontext.server.gate import RequestGate
 from powercontext.server.mcp import MCP_PATH, McpTools
 from powercontext.server.metrics import ServerMetrics
 from powercontext.server.middleware import RequestContextMiddleware
@@ -94,5 +95,6 @@ def create_app(
         RequestContextMiddleware,
         metrics=state.metrics,
         max_body_bytes=settings.http.max_body_bytes,
+        gate=RequestGate(state.authority, bind_host=settings.http.host),
     )
     return app
