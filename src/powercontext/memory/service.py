@@ -7,6 +7,8 @@ lock: they read the head once and pass that exact revision to every later read.
 from __future__ import annotations
 
 import asyncio
+import random
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -47,7 +49,11 @@ from powercontext.memory.search.context import IndexSource, IndexTextConfig, fts
 from powercontext.memory.searching import run_search
 
 Planner = Callable[[], Awaitable[list[PlannedChange]]]
-_CAS_ATTEMPTS = 5
+COMMIT_RETRY_SECONDS = 30.0
+"""How long a write without expected_revision keeps retrying a lost CAS (another process
+committed first). A count would not do: with N writers sharing a database, losing 5 rounds in a
+row is routine, and the caller asked for 'whatever the head is', which always exists."""
+_BACKOFF_SECONDS = (0.001, 0.05)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +167,10 @@ class MemoryService:
         """Plan and commit under the scope lock; retry a lost CAS only when no revision was
         expected (the caller asked for 'whatever the head is')."""
         async with self._lock(scope_id):
-            for _attempt in range(_CAS_ATTEMPTS):
+            give_up = time.monotonic() + COMMIT_RETRY_SECONDS
+            attempts = 0
+            while True:
+                attempts += 1
                 head = await self.store.head(scope_id)
                 if expected_revision is not None and expected_revision != (head or 0):
                     raise RevisionConflictError(
@@ -176,14 +185,20 @@ class MemoryService:
                 except RevisionConflictError:
                     if expected_revision is not None:
                         raise
+                    if time.monotonic() >= give_up:
+                        raise RevisionConflictError(
+                            f"scope {scope_id!r} kept changing; gave up after {attempts} "
+                            f"attempts in {COMMIT_RETRY_SECONDS:g} s",
+                            expected=None,
+                            actual=None,
+                        ) from None
+                    # Jittered and growing: writers in other processes that lost the same
+                    # round must not collide again in lockstep.
+                    low, high = _BACKOFF_SECONDS
+                    await asyncio.sleep(random.uniform(low, min(high, low * 2**attempts)))
                     continue
                 news = [c.new for c in changes if c.new is not None]
                 return result.revision, news, list(result.keys)
-            raise RevisionConflictError(
-                f"scope {scope_id!r} kept changing; gave up after {_CAS_ATTEMPTS} attempts",
-                expected=None,
-                actual=None,
-            )
 
     async def remember_many(
         self, scope_id: str, requests: Sequence[RememberMemoryRequest]
