@@ -44,7 +44,8 @@ class RuntimeConfig(_Group):
     service (Cohere-, Jina-, TEI-compatible) at memory_rerank_endpoint_url."""
     memory_rerank_failure_policy: Literal["fail_closed", "fail_open"] = "fail_closed"
     """`fail_open` serves the coarse first k when the provider times out or is unavailable,
-    marked `degraded_provider_error`; invalid provider output stays fail-closed."""
+    marked `degraded_provider_error`; output that stays invalid is served the same way, marked
+    `degraded_invalid_output`."""
     memory_rerank_timeout_seconds: float | None = Field(default=None, gt=0, le=3600)
     """The rerank stage's own deadline (all requests and retries of one rerank); unset: only
     the provider's timeout (and search_timeout_seconds) applies."""

@@ -93,13 +93,40 @@ async def test_fail_closed_default_raises_as_before(
             await memory.search(QUERY)
 
 
-async def test_invalid_output_stays_fail_closed_under_fail_open(db_path: Path) -> None:
+async def test_invalid_output_is_served_degraded_under_fail_open(db_path: Path) -> None:
     settings = sqlite_settings(db_path, memory_rerank_failure_policy="fail_open")
     async with open_runtime(settings, memory_reranker=FaultyReranker("invalid")) as rt:
         memory = rt.memory.for_scope("p")
         await _seed(memory)
+        page = await memory.search(QUERY)
+    trace = page.rerank
+    assert trace is not None and page.rerank_status == "degraded_invalid_output"
+    assert trace.selected_ranks == (1, 2, 3) and page.hits == trace.candidate_hits[:3]
+
+
+async def test_invalid_output_stays_fail_closed_by_default(db_path: Path) -> None:
+    async with open_runtime(
+        sqlite_settings(db_path), memory_reranker=FaultyReranker("invalid")
+    ) as rt:
+        memory = rt.memory.for_scope("p")
+        await _seed(memory)
         with pytest.raises(InvalidInferenceOutputError):
             await memory.search(QUERY)
+
+
+async def test_invalid_output_is_never_cached(db_path: Path) -> None:
+    settings = sqlite_settings(
+        db_path, memory_rerank_failure_policy="fail_open", memory_rerank_cache_ttl_seconds=60
+    )
+    reranker = FaultyReranker("invalid")
+    async with open_runtime(settings, memory_reranker=reranker) as rt:
+        memory = rt.memory.for_scope("p")
+        await _seed(memory)
+        await memory.search(QUERY)
+        reranker.mode = "ok"
+        page = await memory.search(QUERY)
+    assert page.rerank_status == "applied"
+    assert page.rerank is not None and not page.rerank.cache_hit
 
 
 async def test_statuses_applied_and_no_valid_rank(db_path: Path) -> None:

@@ -153,7 +153,11 @@ async def _rerank(
         selected: tuple[int, ...] = tuple(range(1, min(request.limit, len(pool)) + 1))
         discarded: tuple[int, ...] = ()
         used_fallback = False
-        status = "degraded_provider_error"
+        status = (
+            "degraded_invalid_output"
+            if decision.degraded_cause == "invalid_output"
+            else "degraded_provider_error"
+        )
     else:
         selection = normalize_ranks(decision.selected_ranks, len(pool), request.limit)
         selected, discarded, used_fallback = (
@@ -175,7 +179,7 @@ async def _rerank(
         rerank_status=status,
         cache_hit=decision.cache_hit,
     )
-    log = rerank_log.warning if status == "degraded_provider_error" else rerank_log.info
+    log = rerank_log.warning if decision.degraded else rerank_log.info
     log(
         "memory rerank",
         extra={

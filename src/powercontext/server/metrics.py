@@ -47,7 +47,8 @@ class ServerMetrics:
         self.rerank_status = Counter(
             "powercontext_memory_rerank_status",
             "HTTP searches by rerank status: applied, fallback_no_valid_rank, "
-            "degraded_provider_error (fail-open served the coarse order) or disabled.",
+            "degraded_provider_error or degraded_invalid_output (fail-open served the coarse "
+            "order) or disabled.",
             ("status",),
             registry=self.registry,
         )

@@ -342,7 +342,9 @@ class SearchResponse(_Wire):
             "of a fail-open deployment (absent otherwise, so existing clients see no change). "
             "`applied` (reranked), `fallback_no_valid_rank` (the reranker answered no usable "
             "rank: coarse order), `degraded_provider_error` (fail-open deployments only: the "
-            "provider timed out or was unavailable, coarse order served) or `disabled` (no "
+            "provider timed out or was unavailable, coarse order served), "
+            "`degraded_invalid_output` (fail-open deployments only: the model's output stayed "
+            "invalid, e.g. steered by a poisoned entry; coarse order served) or `disabled` (no "
             "rerank call: reranking off, or nothing to rerank)."
         ),
     )
