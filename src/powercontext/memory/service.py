@@ -324,7 +324,13 @@ class MemoryService:
         stored = await self.store.get_version(scope_id, citation.entry_version_id)
         if stored is None or stored.entry_id != citation.entry_id:
             return None
-        return _entry(scope_id, citation.memory_ref.revision, stored)
+        # A citation names a revision at which the version existed: not one before it was
+        # written, nor one the scope has not reached (echoing a made-up revision back would
+        # vouch for a snapshot that never was).
+        revision = citation.memory_ref.revision
+        if revision < stored.added_revision or revision > (await self.store.head(scope_id) or 0):
+            return None
+        return _entry(scope_id, revision, stored)
 
     async def list(
         self,
