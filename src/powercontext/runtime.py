@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from powercontext.config import ServerSettings, env_name
+from powercontext.memory.backfill import VectorBackfill
 from powercontext.memory.errors import ConfigurationError
 from powercontext.memory.ports import EmbeddingModel, MemoryReranker, MemoryStore
 from powercontext.memory.rerank.cache import RerankCache
@@ -31,6 +32,8 @@ class Runtime:
     settings: ServerSettings
     store: MemoryStore
     memory: MemoryService
+    backfill: VectorBackfill | None = None
+    """Fills pending vectors in the background; None without an embedder or when disabled."""
 
     @property
     def embedding_model(self) -> EmbeddingModel | None:
@@ -173,9 +176,16 @@ async def open_runtime(
             "rerank_policy": reranker.policy_id if reranker else None,
         },
     )
+    backfill = None
+    interval = settings.runtime.vector_backfill_interval_seconds
+    if embedder is not None and interval > 0:
+        backfill = VectorBackfill(service, interval_seconds=interval)
+        backfill.start()
     try:
-        yield Runtime(settings=settings, store=store, memory=service)
+        yield Runtime(settings=settings, store=store, memory=service, backfill=backfill)
     finally:
+        if backfill is not None:
+            await backfill.stop()  # before the store closes under it
         # A built-in reranker that holds connections (the endpoint adapter) is ours to close;
         # an injected one belongs to the caller.
         inner = reranker.inner if isinstance(reranker, GuardedReranker) else reranker

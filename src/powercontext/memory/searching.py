@@ -11,6 +11,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from powercontext.memory.backfill import warn_auto_served_fts
 from powercontext.memory.errors import CapabilityNotSupportedError
 from powercontext.memory.models import (
     Channel,
@@ -60,6 +61,8 @@ async def run_search(
         missing_vectors=missing,
         profile_id=profile.profile_id if profile else None,
     )
+    if missing and mode == "fts" and request.mode == "auto":
+        warn_auto_served_fts(scope_id, missing)
     if head is None:
         return MemorySearchPage(memory_ref=None, mode=mode, hits=())
 

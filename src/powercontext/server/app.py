@@ -67,6 +67,10 @@ def create_app(
         async with factory(settings, state.metrics.observe_search) as runtime, mcp_tools.running():
             state.runtime = runtime
             state.readiness = ReadinessProbe(runtime)
+            backfill = runtime.backfill
+            state.metrics.track_vectors_pending(
+                lambda: backfill.pending_total if backfill is not None else 0
+            )
             try:
                 yield
             finally:

@@ -398,7 +398,16 @@ class ReadinessCheck(_Wire):
 class ReadyResponse(_Wire):
     status: Literal["ready", "not_ready"] = Field(description="`ready` when every check is ok.")
     checks: dict[str, ReadinessCheck] = Field(
-        description="`database`, `embedding_model` and `memory_reranker`."
+        description="`database`, `embedding_model`, `memory_reranker` and `vectors`."
+    )
+    vectors_pending: int = Field(
+        default=0,
+        ge=0,
+        description="Active entries without a vector of the current embedding profile (a crash "
+        "or a provider failure after a text commit), as last counted by the background "
+        "backfill. While it is above 0 the scopes concerned serve `auto` as fts and refuse "
+        "`vector`/`hybrid`; it does not make the server not ready: full-text search and "
+        "writes work.",
     )
 
 
