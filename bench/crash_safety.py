@@ -146,10 +146,10 @@ async def _wait_for_backfill(runtime: Any) -> tuple[int, float]:
     (vectors still pending, seconds waited)."""
     memory = runtime.memory.for_scope(SCOPE)
     started = time.perf_counter()
-    while (pending := await memory.pending_vectors()) and (
-        time.perf_counter() - started < BACKFILL_WAIT_SECONDS
-    ):
+    pending = await memory.pending_vectors()
+    while pending and time.perf_counter() - started < BACKFILL_WAIT_SECONDS:
         await asyncio.sleep(0.05)
+        pending = await memory.pending_vectors()
     return pending, time.perf_counter() - started
 
 
