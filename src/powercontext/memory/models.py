@@ -31,10 +31,10 @@ RerankStatus = Literal[
     "degraded_invalid_output",
     "disabled",
 ]
+"""What the rerank stage did: reranked, fell back (RFC: no valid rank), served the coarse order
+after a provider failure or invalid output (fail-open only), or made no rerank call at all."""
 DegradedCause = Literal["provider_error", "invalid_output"]
 """Why a fail-open rerank served the coarse order: no answer in time, or an unusable one."""
-"""What the rerank stage did: reranked, fell back (RFC: no valid rank), served the coarse order
-after a provider failure (fail-open only), or made no rerank call at all."""
 
 
 def normalize_text(value: str) -> str:
