@@ -15,6 +15,7 @@ from powercontext.memory.service import SearchObserver
 from powercontext.runtime import Runtime, open_runtime
 from powercontext.server.auth import ApiKeyAuthority
 from powercontext.server.contract import DESCRIPTION, TITLE, generate_openapi, load_contract
+from powercontext.server.docs_page import docs_router
 from powercontext.server.errors import install_error_handlers
 from powercontext.server.gate import RequestGate
 from powercontext.server.mcp import MCP_PATH, McpTools
@@ -83,12 +84,13 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
         openapi_url="/openapi.json",
-        docs_url="/docs",
+        docs_url=None,  # docs_page serves /docs from local assets, not a CDN
         redoc_url=None,
         separate_input_output_schemas=False,
     )
     app.state.powercontext = state
     app.include_router(router)
+    app.include_router(docs_router)
     # Not part of the v1 contract (openapi/powercontext.yaml): MCP has its own tool schemas.
     app.router.routes.append(
         Route(MCP_PATH, mcp_tools, methods=["GET", "POST", "DELETE"], include_in_schema=False)
