@@ -13,7 +13,9 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from powercontext.memory.cursors import decode_cursor, encode_cursor
 from powercontext.memory.errors import (
+    InvalidCursorError,
     MemoryValidationError,
     NotFoundError,
     PayloadTooLargeError,
@@ -348,17 +350,26 @@ class MemoryService:
         at = head if revision is None else revision
         if not 1 <= at <= head:
             raise NotFoundError(f"scope {scope_id!r} has no revision {at}")
-        after = _parse_cursor(cursor, at)
+        after = await self._cursor_key(scope_id, cursor, at)
         rows = await self.store.list_versions(scope_id, at, after_key=after, limit=limit + 1)
         more = len(rows) > limit
         rows = rows[:limit]
         entries = tuple(_entry(scope_id, at, row) for row in rows)
-        next_cursor = f"{at}:{rows[-1].key}" if more and rows else None
+        next_cursor = encode_cursor(at, rows[-1].entry_version_id) if more and rows else None
         return MemoryEntriesPage(
             memory_ref=MemoryRef(scope_id=scope_id, revision=at),
             entries=entries,
             next_cursor=next_cursor,
         )
+
+    async def _cursor_key(self, scope_id: str, cursor: str | None, revision: int) -> int | None:
+        """The row key a cursor resumes after, looked up in this scope only."""
+        if cursor is None:
+            return None
+        stored = await self.store.get_version(scope_id, decode_cursor(cursor, revision))
+        if stored is None:
+            raise InvalidCursorError("the cursor belongs to another scope")
+        return stored.key
 
     async def changes(
         self, scope_id: str, *, since_revision: int = 0, limit: int = 1000
@@ -394,15 +405,3 @@ class MemoryService:
                 )
             )
         return page
-
-
-def _parse_cursor(cursor: str | None, revision: int) -> int | None:
-    if cursor is None:
-        return None
-    try:
-        at, key = (int(part) for part in cursor.split(":", 1))
-    except ValueError as exc:
-        raise MemoryValidationError("invalid cursor") from exc
-    if at != revision:
-        raise MemoryValidationError("the cursor belongs to another revision")
-    return key

@@ -33,7 +33,7 @@ from powercontext.memory.models import (
 )
 
 MAX_ID_CHARS = 128
-MAX_CURSOR_CHARS = 64
+MAX_CURSOR_CHARS = 256
 MAX_REVISION = 2**63 - 1
 """The largest revision (and revision bound) either backend stores: a signed 64-bit integer.
 Beyond it SQLite and PostgreSQL would answer differently, so the wire refuses it (422)."""
@@ -80,6 +80,7 @@ def _int_field(default: Any = ..., *, ge: int, le: int = MAX_REVISION, descripti
 
 ErrorCode = Literal[
     "validation_error",
+    "invalid_cursor",
     "capability_not_supported",
     "revision_conflict",
     "not_found",
@@ -233,7 +234,8 @@ class ListEntriesRequest(_Wire):
     cursor: NoNul | None = Field(
         default=None,
         max_length=MAX_CURSOR_CHARS,
-        description="`next_cursor` of the previous page (422 if invalid or of another revision).",
+        description="`next_cursor` of the previous page, passed exactly as received: opaque "
+        "and bound to this scope and revision (422 invalid_cursor otherwise).",
     )
     limit: int = _int_field(100, ge=1, le=1000, description="Entries per page.")
 
