@@ -100,3 +100,14 @@ async def test_two_services_writing_concurrently_lose_nothing(tmp_path: Path) ->
 
         await asyncio.gather(*(write(s, f"w{n}") for n, s in enumerate(writers)))
         assert await one.head(SCOPE) == 200
+
+
+def test_two_processes_sharing_sqlite_lose_no_write(tmp_path: Path) -> None:
+    """A reduced bench/shared_writers.py: two real processes, no expected_revision."""
+    from tests.reliability.bench_scripts import load
+
+    figures = load("shared_writers").run(
+        f"sqlite:///{tmp_path / 'shared.db'}", processes=2, writes=60, tasks=4
+    )
+    assert figures["problems"] == [] and figures["writes_failed"] == {}
+    assert figures["writes_acknowledged"] == figures["writes_attempted"] == 120
