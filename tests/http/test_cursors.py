@@ -6,7 +6,6 @@ tenants wrote between two of its own writes.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 from collections.abc import Iterator
 from typing import Any
@@ -14,10 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from powercontext.config import DatabaseConfig, InferenceConfig, ServerSettings
-from powercontext.server import create_app
-from tests import pg_server
-from tests.http.live import live_server
+from tests.http.live import backend_server
 
 
 @pytest.fixture(
@@ -27,14 +23,10 @@ def client(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[httpx.Client]:
     workdir = tmp_path_factory.mktemp(f"cursors-{request.param}")
-    if request.param == "sqlite":
-        database = f"sqlite:///{workdir / 'cursors.db'}"
-    else:
-        database = asyncio.run(pg_server.database_url(workdir))
-    settings = ServerSettings(
-        database=DatabaseConfig(url=database), inference=InferenceConfig(embedding_model="none")
-    )
-    with live_server(create_app(settings)) as server, httpx.Client(base_url=server.url) as http:
+    with (
+        backend_server(request.param, workdir) as server,
+        httpx.Client(base_url=server.url) as http,
+    ):
         yield http
 
 

@@ -9,7 +9,6 @@ committed OpenAPI document and the live server agree, on both backends.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,7 @@ import jsonschema
 import pytest
 import yaml
 
-from powercontext.config import DatabaseConfig, InferenceConfig, ServerSettings
-from powercontext.server import create_app
-from tests import pg_server
-from tests.http.live import live_server
+from tests.http.live import backend_server
 
 CONTRACT = Path(__file__).resolve().parents[2] / "openapi" / "powercontext.yaml"
 CITATION = {
@@ -88,16 +84,7 @@ def _schema_accepts(route: str, body: dict[str, Any]) -> bool:
 def backend_url(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
-    workdir = tmp_path_factory.mktemp(f"wire-{request.param}")
-    if request.param == "sqlite":
-        database = f"sqlite:///{workdir / 'wire.db'}"
-    else:
-        database = asyncio.run(pg_server.database_url(workdir))
-    settings = ServerSettings(
-        database=DatabaseConfig(url=database),
-        inference=InferenceConfig(embedding_model="none"),
-    )
-    with live_server(create_app(settings)) as server:
+    with backend_server(request.param, tmp_path_factory.mktemp(f"wire-{request.param}")) as server:
         yield server.url
 
 

@@ -114,21 +114,6 @@ async def test_invalid_output_stays_fail_closed_by_default(db_path: Path) -> Non
             await memory.search(QUERY)
 
 
-async def test_invalid_output_is_never_cached(db_path: Path) -> None:
-    settings = sqlite_settings(
-        db_path, memory_rerank_failure_policy="fail_open", memory_rerank_cache_ttl_seconds=60
-    )
-    reranker = FaultyReranker("invalid")
-    async with open_runtime(settings, memory_reranker=reranker) as rt:
-        memory = rt.memory.for_scope("p")
-        await _seed(memory)
-        await memory.search(QUERY)
-        reranker.mode = "ok"
-        page = await memory.search(QUERY)
-    assert page.rerank_status == "applied"
-    assert page.rerank is not None and not page.rerank.cache_hit
-
-
 async def test_statuses_applied_and_no_valid_rank(db_path: Path) -> None:
     async with open_runtime(sqlite_settings(db_path), memory_reranker=FaultyReranker()) as rt:
         memory = rt.memory.for_scope("p")
@@ -186,8 +171,9 @@ async def test_cache_reuses_a_decision_until_the_pool_changes(db_path: Path) -> 
     assert inner.calls == 3
 
 
-async def test_degraded_decisions_are_not_cached(db_path: Path) -> None:
-    inner = FaultyReranker("unavailable")
+@pytest.mark.parametrize("mode", ["unavailable", "invalid"])
+async def test_degraded_decisions_are_not_cached(db_path: Path, mode: str) -> None:
+    inner = FaultyReranker(mode)
     settings = sqlite_settings(
         db_path, memory_rerank_cache_ttl_seconds=60, memory_rerank_failure_policy="fail_open"
     )

@@ -56,17 +56,22 @@ def obey(prompt: str) -> list[int]:
     return ranks
 
 
+def prompt_text(messages: list[ModelMessage]) -> str:
+    """Everything the model was sent, as one string."""
+    return " ".join(
+        str(part.content)
+        for message in messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if hasattr(part, "content")
+    )
+
+
 def obedient_model(variant: str) -> tuple[FunctionModel, list[list[int]]]:
     answered: list[list[int]] = []
 
     async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        prompt = " ".join(
-            str(part.content)
-            for message in messages
-            if isinstance(message, ModelRequest)
-            for part in message.parts
-            if hasattr(part, "content")
-        )
+        prompt = prompt_text(messages)
         ranks = obey(prompt)
         if variant == "injections-only":
             ranks = [r for r in ranks if not 1 <= r <= 9]
@@ -125,13 +130,7 @@ def derailed_model() -> FunctionModel:
     """Obeys the poisoned entry whenever it is in the prompt: prose instead of ranks."""
 
     async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        prompt = " ".join(
-            str(part.content)
-            for message in messages
-            if isinstance(message, ModelRequest)
-            for part in message.parts
-            if hasattr(part, "content")
-        )
+        prompt = prompt_text(messages)
         if "answer in prose" in prompt:
             return ModelResponse(parts=[TextPart("I would rather describe these memories.")])
         return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"ranks": [1]})])
