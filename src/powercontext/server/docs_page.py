@@ -1,9 +1,10 @@
 """/docs: Swagger UI served from this installation, under a Content-Security-Policy.
 
 FastAPI's default page loads Swagger UI from a CDN: blank offline, and a third party's script
-running next to the API. The assets come from the `swagger-ui-bundle` wheel instead, and the
-page's own start-up code is a static file too, so the policy allows scripts from this origin
-only (no inline script).
+running next to the API. The assets come from the `swagger-ui-bundle-v2` wheel instead (Swagger
+UI 5: version 4, in `swagger-ui-bundle`, cannot render OpenAPI 3.1), and the page's own
+start-up code is a static file too, so the policy allows scripts from this origin only (no
+inline script). tests/ui/test_docs_browser.py renders it in Chromium.
 """
 
 from __future__ import annotations
