@@ -44,15 +44,24 @@ class Runtime:
         return self.memory.reranker
 
     async def reindex(self, progress: ReindexProgress | None = None) -> dict[str, int]:
-        """Embed every active entry of every scope that lacks a vector of the current profile."""
+        """Embed every active entry of every scope that lacks a vector of the current profile.
+
+        The background backfill pauses meanwhile, so the two never embed the same versions
+        and the counts are this call's own."""
+        if self.backfill is not None:
+            await self.backfill.stop()
         counts: dict[str, int] = {}
-        for scope_id in await self.store.scope_ids():
+        try:
+            for scope_id in await self.store.scope_ids():
 
-            def report(done: int, total: int, scope_id: str = scope_id) -> None:
-                if progress is not None:
-                    progress(scope_id, done, total)
+                def report(done: int, total: int, scope_id: str = scope_id) -> None:
+                    if progress is not None:
+                        progress(scope_id, done, total)
 
-            counts[scope_id] = await self.memory.reindex(scope_id, report)
+                counts[scope_id] = await self.memory.reindex(scope_id, report)
+        finally:
+            if self.backfill is not None:
+                self.backfill.start()
         return counts
 
 

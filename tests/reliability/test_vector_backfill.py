@@ -161,3 +161,35 @@ def test_ready_and_metrics_report_pending_vectors(tmp_path: Path) -> None:
             "/v1/memory/search", json={"scope_id": SCOPE, "query": "tomatoes", "mode": "vector"}
         )
         assert vector.status_code == 200
+
+
+async def test_a_new_embedding_profile_is_filled_without_reindex(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    no_model = ServerSettings(
+        database=DatabaseConfig(url=f"sqlite:///{db}"),
+        inference=InferenceConfig(embedding_model="none"),
+    )
+    async with open_runtime(no_model) as runtime:
+        await runtime.memory.for_scope(SCOPE).remember_many(
+            [RememberMemoryRequest(text=f"fact {i} about tea") for i in range(6)]
+        )
+    async with open_runtime(_settings(db)) as runtime:
+        memory = runtime.memory.for_scope(SCOPE)
+
+        async def hybrid() -> bool:
+            page = await memory.search(SearchMemoryRequest(query="tea", limit=3))
+            return page.mode == "hybrid"
+
+        await _until(hybrid)
+
+
+async def test_an_explicit_reindex_pauses_the_backfill_and_counts_its_own(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    await _leave_pending(db, 40)
+    async with open_runtime(_settings(db)) as runtime:
+        assert runtime.backfill is not None
+        # No await between opening and reindex: the startup pass has not run yet.
+        counts = await runtime.reindex()
+        assert counts == {SCOPE: 40}
+        assert runtime.backfill.filled_total == 0
+        assert runtime.backfill._task is not None  # running again afterwards
