@@ -11,6 +11,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from powercontext.memory.backfill import warn_auto_served_fts
 from powercontext.memory.errors import CapabilityNotSupportedError
 from powercontext.memory.models import (
     Channel,
@@ -60,6 +61,8 @@ async def run_search(
         missing_vectors=missing,
         profile_id=profile.profile_id if profile else None,
     )
+    if missing and mode == "fts" and request.mode == "auto":
+        warn_auto_served_fts(scope_id, missing)
     if head is None:
         return MemorySearchPage(memory_ref=None, mode=mode, hits=())
 
@@ -153,7 +156,11 @@ async def _rerank(
         selected: tuple[int, ...] = tuple(range(1, min(request.limit, len(pool)) + 1))
         discarded: tuple[int, ...] = ()
         used_fallback = False
-        status = "degraded_provider_error"
+        status = (
+            "degraded_invalid_output"
+            if decision.degraded_cause == "invalid_output"
+            else "degraded_provider_error"
+        )
     else:
         selection = normalize_ranks(decision.selected_ranks, len(pool), request.limit)
         selected, discarded, used_fallback = (
@@ -175,7 +182,7 @@ async def _rerank(
         rerank_status=status,
         cache_hit=decision.cache_hit,
     )
-    log = rerank_log.warning if status == "degraded_provider_error" else rerank_log.info
+    log = rerank_log.warning if decision.degraded else rerank_log.info
     log(
         "memory rerank",
         extra={
