@@ -37,13 +37,15 @@ class RivalFirstStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    async def commit(self, scope_id: str, head: int | None, changes: list[PlannedChange]) -> Any:
+    async def commit(
+        self, scope_id: str, head: int | None, changes: list[PlannedChange], **options: Any
+    ) -> Any:
         self.commits += 1
         if self.losses > 0:
             self.losses -= 1
             rival = self._rival.for_scope(scope_id)
             await rival.remember(RememberMemoryRequest(text=f"rival write {self.commits}"))
-        return await self._store.commit(scope_id, head, changes)
+        return await self._store.commit(scope_id, head, changes, **options)
 
 
 async def test_a_write_without_expected_revision_outlasts_many_lost_rounds(

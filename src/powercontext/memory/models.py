@@ -101,6 +101,22 @@ QueryText = Annotated[str, _bounded_text("query", MAX_QUERY_BYTES)]
 Kind = Annotated[str, Field(max_length=MAX_KIND_CHARS), AfterValidator(_check_kind)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_check_metadata)]
 Reason = Annotated[str, Field(max_length=MAX_REASON_CHARS)]
+MAX_IDEMPOTENCY_KEY_CHARS = 256
+
+
+def _check_idempotency_key(value: str) -> str:
+    _check_unicode(value, "idempotency_key")
+    if not value.strip():
+        raise ValueError("idempotency_key must not be blank")
+    return value
+
+
+IdempotencyKey = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS),
+    AfterValidator(_check_idempotency_key),
+]
+"""A client-chosen key: a retry with the same key and body returns the original result."""
 
 
 class _Frozen(BaseModel):
@@ -135,6 +151,7 @@ class RememberMemoryRequest(_Frozen):
     text: EntryText
     metadata: Metadata = Field(default_factory=dict)
     expected_revision: int | None = Field(default=None, ge=0)
+    idempotency_key: IdempotencyKey | None = None
     reason: Reason | None = None
 
 
@@ -145,18 +162,21 @@ class ReviseMemoryRequest(_Frozen):
     metadata: Metadata | None = None
     reason: Reason | None = None
     expected_revision: int | None = Field(default=None, ge=0)
+    idempotency_key: IdempotencyKey | None = None
 
 
 class RetireMemoryRequest(_Frozen):
     citation: MemoryCitation
     reason: Reason | None = None
     expected_revision: int | None = Field(default=None, ge=0)
+    idempotency_key: IdempotencyKey | None = None
 
 
 class ReactivateMemoryRequest(_Frozen):
     citation: MemoryCitation
     reason: Reason | None = None
     expected_revision: int | None = Field(default=None, ge=0)
+    idempotency_key: IdempotencyKey | None = None
 
 
 class SearchMemoryRequest(_Frozen):

@@ -78,6 +78,24 @@ class CommitResult:
 
 
 @dataclass(frozen=True, slots=True)
+class IdempotencyClaim:
+    """A write's idempotency key and the hash of its body, recorded in the commit itself."""
+
+    key: str
+    body_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotentWrite:
+    """What a committed idempotency key recorded: enough to answer a retry with the original
+    result (the revision and the row keys of the versions it wrote, in write order)."""
+
+    body_hash: str
+    revision: int
+    keys: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class FtsCandidate:
     key: int
     score: float
@@ -103,9 +121,24 @@ class MemoryStore(Protocol):
     async def head(self, scope_id: str) -> int | None: ...
 
     async def commit(
-        self, scope_id: str, expected_head: int | None, changes: Sequence[PlannedChange]
+        self,
+        scope_id: str,
+        expected_head: int | None,
+        changes: Sequence[PlannedChange],
+        *,
+        idempotency: IdempotencyClaim | None = None,
     ) -> CommitResult:
-        """Raise RevisionConflictError when the head moved or a retired version is gone."""
+        """Raise RevisionConflictError when the head moved, a retired version is gone, or the
+        idempotency key is already recorded in this scope (it is stored in the same
+        transaction as the revision, so a committed write always has its key)."""
+        ...
+
+    async def idempotent_write(self, scope_id: str, key: str) -> IdempotentWrite | None:
+        """The write recorded under `key` in this scope, if any."""
+        ...
+
+    async def entry_versions(self, scope_id: str, entry_id: str) -> list[StoredVersion]:
+        """Every version of one entry, ascending by version (empty when it does not exist)."""
         ...
 
     async def latest_version(self, scope_id: str, entry_id: str) -> StoredVersion | None: ...

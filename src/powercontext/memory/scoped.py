@@ -24,6 +24,8 @@ from powercontext.memory.models import (
     SearchMemoryRequest,
 )
 
+from powercontext.memory.history import MemoryEntryHistory, entry_history
+
 if TYPE_CHECKING:
     from powercontext.memory.indexing import ProgressCallback
     from powercontext.memory.service import MemoryService
@@ -64,6 +66,15 @@ class ScopedMemory:
 
     async def get(self, citation: MemoryCitation) -> MemoryEntry | None:
         return await self._service.get(self.scope_id, citation)
+
+    async def get_entry(self, entry_id: str, *, revision: int | None = None) -> MemoryEntry:
+        """The version of `entry_id` active at `revision` (default the head); NotFoundError
+        when it does not exist or is retired then."""
+        return await self._service.get_entry(self.scope_id, entry_id, revision=revision)
+
+    async def history(self, entry_id: str, *, revision: int | None = None) -> MemoryEntryHistory:
+        """Every version and change of one entry, newest first, as of `revision`."""
+        return await entry_history(self, entry_id, revision)
 
     async def list(
         self, *, revision: int | None = None, cursor: str | None = None, limit: int = 100

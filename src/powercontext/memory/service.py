@@ -21,6 +21,8 @@ from powercontext.memory.errors import (
     PayloadTooLargeError,
     RevisionConflictError,
 )
+from powercontext.memory.entries import entry_at, entry_from_stored
+from powercontext.memory.idempotency import check_body, claim_for, replay
 from powercontext.memory.indexing import ProgressCallback, VectorIndexer
 from powercontext.memory.models import (
     MemoryChangesPage,
@@ -39,6 +41,8 @@ from powercontext.memory.models import (
 )
 from powercontext.memory.ports import (
     EmbeddingModel,
+    IdempotencyClaim,
+    IdempotentWrite,
     MemoryReranker,
     MemoryStore,
     NewVersion,
@@ -86,23 +90,6 @@ class SearchObservation:
 
 
 SearchObserver = Callable[[SearchObservation], None]
-
-
-def _entry(scope_id: str, revision: int, stored: StoredVersion) -> MemoryEntry:
-    ref = MemoryRef(scope_id=scope_id, revision=revision)
-    return MemoryEntry(
-        citation=MemoryCitation(
-            memory_ref=ref, entry_id=stored.entry_id, entry_version_id=stored.entry_version_id
-        ),
-        entry_id=stored.entry_id,
-        entry_version_id=stored.entry_version_id,
-        version=stored.version,
-        kind=stored.kind,
-        text=stored.text,
-        metadata=stored.metadata,
-        created_at=stored.created_at,
-        active=stored.removed_revision is None,
-    )
 
 
 class MemoryService:
@@ -165,14 +152,21 @@ class MemoryService:
         scope_id: str,
         expected_revision: int | None,
         plan: Planner,
-    ) -> tuple[int, list[NewVersion], list[int]]:
+        claim: IdempotencyClaim | None,
+    ) -> tuple[int, list[NewVersion], list[int]] | IdempotentWrite:
         """Plan and commit under the scope lock; retry a lost CAS only when no revision was
-        expected (the caller asked for 'whatever the head is')."""
+        expected (the caller asked for 'whatever the head is'). A write whose idempotency key
+        is recorded already returns that record instead (checked before each attempt)."""
         async with self._lock(scope_id):
             give_up = time.monotonic() + COMMIT_RETRY_SECONDS
             attempts = 0
             while True:
                 attempts += 1
+                if claim is not None:
+                    recorded = await self.store.idempotent_write(scope_id, claim.key)
+                    if recorded is not None:
+                        check_body(claim, recorded)
+                        return recorded
                 head = await self.store.head(scope_id)
                 if expected_revision is not None and expected_revision != (head or 0):
                     raise RevisionConflictError(
@@ -183,8 +177,13 @@ class MemoryService:
                     )
                 changes = await plan()
                 try:
-                    result = await self.store.commit(scope_id, head, changes)
+                    result = await self.store.commit(scope_id, head, changes, idempotency=claim)
                 except RevisionConflictError:
+                    if claim is not None and (
+                        recorded := await self.store.idempotent_write(scope_id, claim.key)
+                    ):
+                        check_body(claim, recorded)  # another process committed this key
+                        return recorded
                     if expected_revision is not None:
                         raise
                     if time.monotonic() >= give_up:
@@ -215,6 +214,7 @@ class MemoryService:
         expected = {r.expected_revision for r in requests}
         if len(expected) > 1:
             raise MemoryValidationError("entries of one batch must share one expected_revision")
+        claim = claim_for("remember", requests)
 
         tokens = self._batch_tokens([(r.kind, r.text, r.metadata) for r in requests])
 
@@ -230,7 +230,7 @@ class MemoryService:
                 for r, batch_tokens in zip(requests, tokens, strict=True)
             ]
 
-        return await self._write(scope_id, requests[0].expected_revision, plan)
+        return await self._write(scope_id, requests[0].expected_revision, plan, claim)
 
     async def _current(self, scope_id: str, citation: MemoryCitation) -> StoredVersion:
         if citation.memory_ref.scope_id != scope_id:
@@ -268,7 +268,9 @@ class MemoryService:
                 )
             ]
 
-        return await self._write(scope_id, request.expected_revision, plan)
+        return await self._write(
+            scope_id, request.expected_revision, plan, claim_for(type(request).__name__, [request])
+        )
 
     async def retire(self, scope_id: str, request: RetireMemoryRequest) -> MemoryWriteResult:
         async def plan() -> list[PlannedChange]:
@@ -283,7 +285,9 @@ class MemoryService:
                 )
             ]
 
-        return await self._write(scope_id, request.expected_revision, plan)
+        return await self._write(
+            scope_id, request.expected_revision, plan, claim_for(type(request).__name__, [request])
+        )
 
     async def reactivate(
         self, scope_id: str, request: ReactivateMemoryRequest
@@ -297,13 +301,22 @@ class MemoryService:
             )
             return [PlannedChange(op="reactivate", new=new, reason=request.reason)]
 
-        return await self._write(scope_id, request.expected_revision, plan)
+        return await self._write(
+            scope_id, request.expected_revision, plan, claim_for(type(request).__name__, [request])
+        )
 
-    async def _write(self, scope_id: str, expected: int | None, plan: Planner) -> MemoryWriteResult:
-        revision, news, keys = await self._commit(scope_id, expected, plan)
+    async def _write(
+        self, scope_id: str, expected: int | None, plan: Planner, claim: IdempotencyClaim | None
+    ) -> MemoryWriteResult:
+        committed = await self._commit(scope_id, expected, plan, claim)
+        if isinstance(committed, IdempotentWrite):
+            return await replay(
+                self.store, scope_id, committed, await self.indexer.pending(scope_id)
+            )
+        revision, news, keys = committed
         pending = await self.indexer.embed_new(scope_id, list(zip(keys, news, strict=True)))
         stored = await self.store.fetch_versions(scope_id, keys)
-        entries = tuple(_entry(scope_id, revision, stored[key]) for key in keys)
+        entries = tuple(entry_from_stored(scope_id, revision, stored[key]) for key in keys)
         return MemoryWriteResult(
             memory_ref=MemoryRef(scope_id=scope_id, revision=revision),
             entries=entries,
@@ -332,7 +345,13 @@ class MemoryService:
         revision = citation.memory_ref.revision
         if revision < stored.added_revision or revision > (await self.store.head(scope_id) or 0):
             return None
-        return _entry(scope_id, revision, stored)
+        return entry_from_stored(scope_id, revision, stored)
+
+    async def get_entry(
+        self, scope_id: str, entry_id: str, *, revision: int | None = None
+    ) -> MemoryEntry:
+        """The version of `entry_id` active at `revision` (default the head)."""
+        return await entry_at(self.store, scope_id, entry_id, revision)
 
     async def list(
         self,
@@ -354,7 +373,7 @@ class MemoryService:
         rows = await self.store.list_versions(scope_id, at, after_key=after, limit=limit + 1)
         more = len(rows) > limit
         rows = rows[:limit]
-        entries = tuple(_entry(scope_id, at, row) for row in rows)
+        entries = tuple(entry_from_stored(scope_id, at, row) for row in rows)
         next_cursor = encode_cursor(at, rows[-1].entry_version_id) if more and rows else None
         return MemoryEntriesPage(
             memory_ref=MemoryRef(scope_id=scope_id, revision=at),

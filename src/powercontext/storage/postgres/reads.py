@@ -10,7 +10,7 @@ from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 
 from powercontext.memory.models import MemoryChange
-from powercontext.memory.ports import StoredVersion
+from powercontext.memory.ports import IdempotentWrite, StoredVersion
 from powercontext.storage.common import VERSION_COLUMNS, version_from_row
 
 ACTIVE_AT = "added_revision <= %s AND (removed_revision IS NULL OR removed_revision > %s)"
@@ -37,6 +37,27 @@ async def one_version(
     cur = await conn.execute(f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE {where}", params)
     row = await cur.fetchone()
     return version_from_row(row) if row else None
+
+
+async def versions_where(
+    conn: AsyncConnection[TupleRow], where: str, params: Sequence[object]
+) -> list[StoredVersion]:
+    cur = await conn.execute(f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE {where}", params)
+    return [version_from_row(row) for row in await cur.fetchall()]
+
+
+async def idempotent_write(
+    conn: AsyncConnection[TupleRow], scope_id: str, key: str
+) -> IdempotentWrite | None:
+    cur = await conn.execute(
+        "SELECT body_hash, revision, version_keys FROM idempotency_keys "
+        "WHERE scope_id = %s AND idempotency_key = %s",
+        (scope_id, key),
+    )
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    return IdempotentWrite(body_hash=row[0], revision=int(row[1]), keys=tuple(row[2]))
 
 
 async def fetch_versions(

@@ -25,6 +25,8 @@ from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import (
     CommitResult,
     FtsCandidate,
+    IdempotencyClaim,
+    IdempotentWrite,
     PlannedChange,
     StoredVersion,
     Vector,
@@ -141,13 +143,18 @@ class PostgresMemoryStore:
             return await reads.head(conn, scope_id)
 
     async def commit(
-        self, scope_id: str, expected_head: int | None, changes: Sequence[PlannedChange]
+        self,
+        scope_id: str,
+        expected_head: int | None,
+        changes: Sequence[PlannedChange],
+        *,
+        idempotency: IdempotencyClaim | None = None,
     ) -> CommitResult:
         planned = list(changes)
         validate_plan(planned)
         async with self._connection(f"committing {len(planned)} changes") as conn:
             try:
-                return await writes.commit(conn, scope_id, expected_head, planned)
+                return await writes.commit(conn, scope_id, expected_head, planned, idempotency)
             except psycopg.Error as exc:
                 if not is_unique_violation(exc):
                     raise
@@ -163,6 +170,16 @@ class PostgresMemoryStore:
                 conn,
                 "scope_id = %s AND entry_id = %s ORDER BY version DESC LIMIT 1",
                 (scope_id, entry_id),
+            )
+
+    async def idempotent_write(self, scope_id: str, key: str) -> IdempotentWrite | None:
+        async with self._connection("reading an idempotency key") as conn:
+            return await reads.idempotent_write(conn, scope_id, key)
+
+    async def entry_versions(self, scope_id: str, entry_id: str) -> list[StoredVersion]:
+        async with self._connection("reading an entry") as conn:
+            return await reads.versions_where(
+                conn, "scope_id = %s AND entry_id = %s ORDER BY version", (scope_id, entry_id)
             )
 
     async def get_version(self, scope_id: str, entry_version_id: str) -> StoredVersion | None:

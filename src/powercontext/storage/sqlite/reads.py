@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from powercontext.memory.models import MemoryChange
-from powercontext.memory.ports import FtsCandidate, StoredVersion
+from powercontext.memory.ports import FtsCandidate, IdempotentWrite, StoredVersion
 from powercontext.storage.common import VERSION_COLUMNS, version_from_row
 from powercontext.storage.sqlite.writes import chunks
 
@@ -42,6 +42,26 @@ def latest_version(conn: sqlite3.Connection, scope_id: str, entry_id: str) -> St
         (scope_id, entry_id),
     ).fetchone()
     return _version(row) if row else None
+
+
+def entry_versions(conn: sqlite3.Connection, scope_id: str, entry_id: str) -> list[StoredVersion]:
+    rows = conn.execute(
+        f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE scope_id = ? AND entry_id = ? "
+        "ORDER BY version",
+        (scope_id, entry_id),
+    ).fetchall()
+    return [_version(row) for row in rows]
+
+
+def idempotent_write(conn: sqlite3.Connection, scope_id: str, key: str) -> IdempotentWrite | None:
+    row = conn.execute(
+        "SELECT body_hash, revision, version_keys FROM idempotency_keys "
+        "WHERE scope_id = ? AND idempotency_key = ?",
+        (scope_id, key),
+    ).fetchone()
+    if row is None:
+        return None
+    return IdempotentWrite(body_hash=row[0], revision=int(row[1]), keys=tuple(json.loads(row[2])))
 
 
 def get_version(

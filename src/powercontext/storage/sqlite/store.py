@@ -22,6 +22,8 @@ from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import (
     CommitResult,
     FtsCandidate,
+    IdempotencyClaim,
+    IdempotentWrite,
     PlannedChange,
     StoredVersion,
     Vector,
@@ -88,13 +90,19 @@ class SqliteMemoryStore:
         return await self._read(lambda conn: reads.head(conn, scope_id), "reading the head")
 
     async def commit(
-        self, scope_id: str, expected_head: int | None, changes: Sequence[PlannedChange]
+        self,
+        scope_id: str,
+        expected_head: int | None,
+        changes: Sequence[PlannedChange],
+        *,
+        idempotency: IdempotencyClaim | None = None,
     ) -> CommitResult:
         planned = list(changes)
 
         def work(conn: sqlite3.Connection) -> CommitResult:
             # The clock is read under the write lock, so created_at follows revision order.
-            return writes.commit(conn, scope_id, expected_head, planned, datetime.now(UTC))
+            now = datetime.now(UTC)
+            return writes.commit(conn, scope_id, expected_head, planned, now, idempotency)
 
         def run() -> CommitResult:
             validate_plan(planned)
@@ -105,6 +113,16 @@ class SqliteMemoryStore:
     async def latest_version(self, scope_id: str, entry_id: str) -> StoredVersion | None:
         return await self._read(
             lambda conn: reads.latest_version(conn, scope_id, entry_id), "reading an entry"
+        )
+
+    async def idempotent_write(self, scope_id: str, key: str) -> IdempotentWrite | None:
+        return await self._read(
+            lambda conn: reads.idempotent_write(conn, scope_id, key), "reading an idempotency key"
+        )
+
+    async def entry_versions(self, scope_id: str, entry_id: str) -> list[StoredVersion]:
+        return await self._read(
+            lambda conn: reads.entry_versions(conn, scope_id, entry_id), "reading an entry"
         )
 
     async def get_version(self, scope_id: str, entry_version_id: str) -> StoredVersion | None:
