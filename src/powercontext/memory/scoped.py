@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from pydantic import TypeAdapter, ValidationError
 
 from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.history import MemoryEntryHistory, entry_history
 from powercontext.memory.models import (
     MemoryChangesPage,
     MemoryCitation,
@@ -23,8 +24,6 @@ from powercontext.memory.models import (
     ScopeId,
     SearchMemoryRequest,
 )
-
-from powercontext.memory.history import MemoryEntryHistory, entry_history
 
 if TYPE_CHECKING:
     from powercontext.memory.indexing import ProgressCallback

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from powercontext.memory.cursors import decode_cursor, encode_cursor
+from powercontext.memory.entries import entry_at, entry_from_stored
 from powercontext.memory.errors import (
     InvalidCursorError,
     MemoryValidationError,
@@ -21,7 +22,6 @@ from powercontext.memory.errors import (
     PayloadTooLargeError,
     RevisionConflictError,
 )
-from powercontext.memory.entries import entry_at, entry_from_stored
 from powercontext.memory.idempotency import check_body, claim_for, replay
 from powercontext.memory.indexing import ProgressCallback, VectorIndexer
 from powercontext.memory.models import (
