@@ -5,6 +5,7 @@ An invalid value raises ConfigurationError naming the environment variable to fi
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -193,6 +194,10 @@ class InferenceConfig(_Group):
                 raise ValueError(f"use {LLAMACPP_PREFIX}/path/to/model.gguf")
             if target != "smollm2" and not Path(target).expanduser().is_file():
                 raise ValueError(f"the model file {target!r} does not exist")
+            if importlib.util.find_spec("xllamacpp") is None:
+                raise ValueError(
+                    "a llamacpp: model needs the [llm] extra: pip install 'powercontext[llm]'"
+                )
         return value
 
     @model_validator(mode="after")
