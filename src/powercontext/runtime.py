@@ -97,10 +97,20 @@ def build_reranker(settings: ServerSettings) -> MemoryReranker | None:
         )
     from powercontext.inference.pydantic_ai import build_generation_reranker
 
-    if not is_llamacpp_model(settings.inference.generation_model):
-        return guard_reranker(settings, build_generation_reranker(settings))
-    # A local GGUF model: its llama.cpp server lives as long as the reranker (runtime close).
+    if is_llamacpp_model(settings.inference.generation_model):
+        return guard_reranker(settings, build_local_model_reranker(settings))
+    return guard_reranker(settings, build_generation_reranker(settings))
+
+
+def is_llamacpp_model(spec: str | None) -> bool:
+    return spec is not None and spec.startswith(LLAMACPP_PREFIX)
+
+
+def build_local_model_reranker(settings: ServerSettings) -> MemoryReranker:
+    """The listwise reranker over a local GGUF model: it owns the llama.cpp server started
+    here, which stops when the runtime closes the reranker."""
     from powercontext.inference.llamacpp import LlamaCppServer, model_path
+    from powercontext.inference.pydantic_ai import build_generation_reranker
 
     inference = settings.inference
     server = LlamaCppServer.start(
@@ -109,17 +119,12 @@ def build_reranker(settings: ServerSettings) -> MemoryReranker | None:
         context_size=inference.llamacpp_context_size,
     )
     try:
-        reranker = build_generation_reranker(
+        return build_generation_reranker(
             settings, local_base_url=server.base_url, on_close=server.close
         )
     except BaseException:
         server.close()
         raise
-    return guard_reranker(settings, reranker)
-
-
-def is_llamacpp_model(spec: str | None) -> bool:
-    return spec is not None and spec.startswith(LLAMACPP_PREFIX)
 
 
 def guard_reranker(settings: ServerSettings, reranker: MemoryReranker) -> MemoryReranker:
