@@ -1,4 +1,4 @@
-"""LoCoMo with `--rerank llm` on a real local model (SmolLM2-135M via the [llm] extra): a wiring check.
+"""LoCoMo `--rerank llm` with a real local model (SmolLM2-135M, the [llm] extra): a wiring check.
 
 A fixed subset, so that the run is small and repeatable: the first N questions of categories
 1-4 of one conversation of the dev file. The same subset is run twice through the harness
