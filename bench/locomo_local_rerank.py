@@ -41,6 +41,27 @@ def write_subset(data: Path, conversation: str, questions: int, out: Path) -> in
     return len(sample["qa"])
 
 
+def _selections(out: Path) -> dict[str, Any]:
+    """What the model chose, question by question, from the run's per-conversation records."""
+    traces = [
+        record["rerank"]
+        for path in sorted((out / "conversations").glob("*.json"))
+        for record in json.loads(path.read_text(encoding="utf-8"))["records"]
+        if record.get("rerank")
+    ]
+    if not traces:
+        return {}
+    chosen = [t["selected_ranks"] for t in traces if not t["used_fallback"]]
+    return {
+        "reranks": len(traces),
+        "fallback_no_valid_rank": len(traces) - len(chosen),
+        "coarse_order_kept": sum(1 for r in chosen if r == list(range(1, len(r) + 1))),
+        "reordered": sum(1 for r in chosen if r != list(range(1, len(r) + 1))),
+        "mean_ranks_chosen": sum(len(r) for r in chosen) / len(chosen) if chosen else None,
+        "discarded_ranks": sum(t["discarded_rank_count"] for t in traces),
+    }
+
+
 def _pick(results: dict[str, Any], top_k: int, answer_k: int) -> dict[str, Any]:
     retrieval = results["retrieval"]
     final = retrieval["final"]["by_category"]["overall"]
@@ -112,6 +133,7 @@ async def main() -> None:
             )
             outputs = await run_locomo(config, base_settings=settings, show_progress=False)
             figures[f"rerank_{rerank}"] = _pick(outputs.results, top_k, answer_k)
+            figures[f"rerank_{rerank}"]["selection"] = _selections(config.out)
     figures["load_average_at_end"] = os.getloadavg()
     write_results("locomo_local_rerank", figures)
 

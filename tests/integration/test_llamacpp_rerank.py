@@ -15,6 +15,7 @@ from powercontext import Runtime, ServerSettings, open_runtime
 from powercontext.config import DatabaseConfig, RuntimeConfig
 from powercontext.inference.llamacpp import LlamaCppServer, model_path
 from powercontext.inference.pydantic_ai import PydanticAIListwiseReranker
+from powercontext.memory.errors import ConfigurationError
 from powercontext.memory.models import MemorySearchPage, RememberMemoryRequest, SearchMemoryRequest
 from tests.local_model import SMOLLM2_SPEC, requires_local_model, smollm2_inference
 
@@ -118,9 +119,8 @@ async def test_a_file_that_is_not_a_model_fails_with_one_configuration_line(
 ) -> None:
     bogus = tmp_path / "not-a-model.gguf"
     bogus.write_bytes(b"GGUF but not really" * 64)
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(ConfigurationError) as caught:
         async with open_runtime(_settings(tmp_path / "m.db", generation_model=f"llamacpp:{bogus}")):
             pass
-    assert type(caught.value).__name__ == "ConfigurationError"
     message = str(caught.value)
     assert "POWERCONTEXT_SERVER_INFERENCE_GENERATION_MODEL" in message and "\n" not in message
