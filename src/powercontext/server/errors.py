@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, Response
 
 from powercontext.memory.errors import (
     CapabilityNotSupportedError,
+    IdempotencyConflictError,
     InferenceError,
     InferenceTimeoutError,
     InferenceUnavailableError,
@@ -58,6 +59,7 @@ _MAPPING: tuple[tuple[type[PowerContextError], int, str], ...] = (
     (InvalidCursorError, 422, "invalid_cursor"),
     (MemoryValidationError, 422, "validation_error"),
     (RevisionConflictError, 409, "revision_conflict"),
+    (IdempotencyConflictError, 409, "idempotency_conflict"),
     (NotFoundError, 404, "not_found"),
     (PayloadTooLargeError, 413, "payload_too_large"),
     (InferenceTimeoutError, 504, "inference_timeout"),

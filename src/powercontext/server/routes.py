@@ -80,7 +80,8 @@ _ERRORS: dict[int, str] = {
     403: "forbidden: the key may not use this scope_id.",
     404: "not_found: the cited entry, version or revision does not exist in this scope.",
     409: "revision_conflict: expected_revision is not the head, or the citation names an "
-    "older version of the entry.",
+    "older version of the entry; idempotency_conflict: the idempotency_key was used by a "
+    "write with another body.",
     413: "payload_too_large: the body exceeds the byte limit, or a batch exceeds the entry limit.",
     422: "validation_error: the body violates a type or bound; capability_not_supported: the "
     "requested search mode is not available in this deployment.",
@@ -199,6 +200,7 @@ async def remember(
             metadata=e.metadata,
             reason=e.reason,
             expected_revision=body.expected_revision,
+            idempotency_key=body.idempotency_key,
         )
         for e in body.entries
     ]
@@ -273,6 +275,7 @@ async def retire_entry(body: RetireEntryRequest, caller: Caller, request: Reques
         citation=_citation(body.citation),
         reason=body.reason,
         expected_revision=body.expected_revision,
+        idempotency_key=body.idempotency_key,
     )
     return _json(await memory.retire(retired))
 
@@ -291,6 +294,7 @@ async def reactivate_entry(
         citation=_citation(body.citation),
         reason=body.reason,
         expected_revision=body.expected_revision,
+        idempotency_key=body.idempotency_key,
     )
     return _json(await memory.reactivate(reactivated))
 

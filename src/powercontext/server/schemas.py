@@ -22,6 +22,7 @@ from powercontext.memory.models import (
     ChangeOp,
     Channel,
     EntryText,
+    IdempotencyKey,
     Kind,
     Metadata,
     QueryText,
@@ -83,6 +84,7 @@ ErrorCode = Literal[
     "invalid_cursor",
     "capability_not_supported",
     "revision_conflict",
+    "idempotency_conflict",
     "not_found",
     "unauthorized",
     "forbidden",
@@ -133,6 +135,18 @@ def _reason_field() -> Any:
     return Field(default=None, description=_REASON)
 
 
+_IDEMPOTENCY = (
+    "A client-chosen key (1-256 chars, no NUL), recorded in the write's own transaction. A "
+    "retry with the same key and body returns the original result and writes nothing; the "
+    "same key with another body answers 409 idempotency_conflict. Keys are per scope."
+)
+WireIdempotencyKey = Annotated[IdempotencyKey, _non_blank_schema()]
+
+
+def _idempotency_field() -> Any:
+    return Field(default=None, description=_IDEMPOTENCY)
+
+
 # ---- shared ---------------------------------------------------------------------------------
 
 
@@ -172,6 +186,7 @@ class RememberOneRequest(RememberEntryModel):
 
     scope_id: WireScopeId = _scope_field()
     expected_revision: int | None = _expected_field()
+    idempotency_key: WireIdempotencyKey | None = _idempotency_field()
 
 
 class RememberBatchRequest(_Wire):
@@ -188,6 +203,7 @@ class RememberBatchRequest(_Wire):
         ),
     )
     expected_revision: int | None = _expected_field()
+    idempotency_key: WireIdempotencyKey | None = _idempotency_field()
 
 
 class SearchRequest(_Wire):
@@ -259,6 +275,7 @@ class ReviseEntryRequest(_Wire):
     metadata: Metadata | None = Field(default=None, description=_METADATA + " Default: unchanged.")
     reason: WireReason | None = _reason_field()
     expected_revision: int | None = _expected_field()
+    idempotency_key: WireIdempotencyKey | None = _idempotency_field()
 
 
 class RetireEntryRequest(_Wire):
@@ -268,6 +285,7 @@ class RetireEntryRequest(_Wire):
     citation: CitationModel = Field(description="Must name the entry's current version.")
     reason: WireReason | None = _reason_field()
     expected_revision: int | None = _expected_field()
+    idempotency_key: WireIdempotencyKey | None = _idempotency_field()
 
 
 class ReactivateEntryRequest(RetireEntryRequest):
