@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
+from powercontext.memory.history import MemoryEntryHistory
 from powercontext.memory.models import (
     MemoryChangesPage,
     MemoryCitation,
@@ -35,6 +36,12 @@ class CliMemory(Protocol):
     ) -> MemoryEntriesPage: ...
 
     async def get(self, citation: MemoryCitation) -> MemoryEntry | None: ...
+
+    async def get_entry(self, entry_id: str, *, revision: int | None = None) -> MemoryEntry: ...
+
+    async def history(
+        self, entry_id: str, *, revision: int | None = None
+    ) -> MemoryEntryHistory: ...
 
     async def retire(self, request: RetireMemoryRequest) -> MemoryWriteResult: ...
 

@@ -112,15 +112,28 @@ def list_entries(
 @app.command()
 def get(
     citation: Annotated[
-        str, typer.Argument(help="REVISION:ENTRY_ID:ENTRY_VERSION_ID, or a JSON citation.")
+        str,
+        typer.Argument(
+            help="REVISION:ENTRY_ID:ENTRY_VERSION_ID, a JSON citation, or an ENTRY_ID (its "
+            "version active at --revision, default the head)."
+        ),
     ],
     scope: Scope,
+    revision: Annotated[
+        int | None, typer.Option(min=1, help="With an ENTRY_ID: read as of this revision.")
+    ] = None,
     local: Local = False,
     server_url: ServerUrl = None,
     api_key: ApiKey = None,
     as_json: AsJson = False,
 ) -> None:
-    """Show the exact entry version a citation names."""
+    """Show the exact entry version a citation names, or an entry's version by its id."""
+    if ":" not in citation and not citation.lstrip().startswith("{"):
+        found = run(
+            local, server_url, api_key, scope, lambda m: m.get_entry(citation, revision=revision)
+        )
+        output.print_entry(found, as_json)
+        return
     with fail_on_errors():
         cited = output.parse_citation(citation, scope)
     entry = run(local, server_url, api_key, scope, lambda m: m.get(cited))

@@ -21,7 +21,6 @@ from powercontext.cli.memory_options import (
     metadata_object,
     run,
 )
-from powercontext.memory.history import entry_history
 from powercontext.memory.models import ReactivateMemoryRequest, ReviseMemoryRequest
 
 Citation = Annotated[
@@ -116,13 +115,16 @@ def history(
         str, typer.Argument(help="An ENTRY_ID, or any citation of the entry (REVISION:ID:VERSION).")
     ],
     scope: Scope,
+    revision: Annotated[
+        int | None, typer.Option(min=1, help="Read the history as of this revision.")
+    ] = None,
     local: Local = False,
     server_url: ServerUrl = None,
     api_key: ApiKey = None,
     as_json: AsJson = False,
 ) -> None:
-    """Every version of one entry and every change that touched it, oldest first."""
+    """Every version of one entry and every change that touched it, newest first."""
     with fail_on_errors():
         entry_id = output.parse_citation(entry, scope).entry_id if ":" in entry else entry
-    found = run(local, server_url, api_key, scope, lambda m: entry_history(m, entry_id))
+    found = run(local, server_url, api_key, scope, lambda m: m.history(entry_id, revision=revision))
     output.print_history(found, as_json)

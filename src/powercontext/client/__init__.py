@@ -11,6 +11,7 @@ from powercontext.client.client import PowerContextClient, SyncPowerContextClien
 from powercontext.client.errors import (
     ApiCapabilityNotSupportedError,
     ApiError,
+    ApiIdempotencyConflictError,
     ApiInferenceTimeoutError,
     ApiInferenceUnavailableError,
     ApiInvalidInferenceOutputError,
@@ -36,6 +37,7 @@ from powercontext.client.wire import HealthStatus, ReadinessCheck, ReadinessRepo
 __all__ = [
     "ApiCapabilityNotSupportedError",
     "ApiError",
+    "ApiIdempotencyConflictError",
     "ApiInferenceTimeoutError",
     "ApiInferenceUnavailableError",
     "ApiInvalidInferenceOutputError",

@@ -12,6 +12,7 @@ from typing import Any
 
 from powercontext.memory.errors import (
     CapabilityNotSupportedError,
+    IdempotencyConflictError,
     InferenceTimeoutError,
     InferenceUnavailableError,
     InvalidInferenceOutputError,
@@ -90,6 +91,10 @@ class ApiRevisionConflictError(ApiError, RevisionConflictError):
         self.actual: int | None = self.details.get("actual_revision")
 
 
+class ApiIdempotencyConflictError(ApiError, IdempotencyConflictError):
+    pass
+
+
 class ApiInferenceTimeoutError(ApiError, InferenceTimeoutError):
     pass
 
@@ -114,6 +119,7 @@ _BY_CODE: dict[str, type[ApiError]] = {
     "not_found": ApiNotFoundError,
     "payload_too_large": ApiPayloadTooLargeError,
     "revision_conflict": ApiRevisionConflictError,
+    "idempotency_conflict": ApiIdempotencyConflictError,
     "unauthorized": UnauthorizedError,
     "forbidden": ForbiddenError,
     "inference_timeout": ApiInferenceTimeoutError,

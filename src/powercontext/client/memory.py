@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from powercontext.client import wire
 from powercontext.client.transport import AsyncTransport, SyncTransport
+from powercontext.memory.history import MemoryEntryHistory
 from powercontext.memory.models import (
     MemoryChangesPage,
     MemoryCitation,
@@ -56,6 +57,14 @@ class AsyncScopedMemoryClient:
     async def get(self, citation: MemoryCitation) -> MemoryEntry | None:
         return await self._t.run(wire.get(self.scope_id, citation))
 
+    async def get_entry(self, entry_id: str, *, revision: int | None = None) -> MemoryEntry:
+        """The version of `entry_id` active at `revision` (default the head); 404 otherwise."""
+        return await self._t.run(wire.get_entry(self.scope_id, entry_id, revision))
+
+    async def history(self, entry_id: str, *, revision: int | None = None) -> MemoryEntryHistory:
+        """Every version and change of one entry, newest first, as of `revision`."""
+        return await self._t.run(wire.history(self.scope_id, entry_id, revision))
+
     async def list(
         self, *, revision: int | None = None, cursor: str | None = None, limit: int = 100
     ) -> MemoryEntriesPage:
@@ -101,6 +110,14 @@ class SyncScopedMemoryClient:
 
     def get(self, citation: MemoryCitation) -> MemoryEntry | None:
         return self._t.run(wire.get(self.scope_id, citation))
+
+    def get_entry(self, entry_id: str, *, revision: int | None = None) -> MemoryEntry:
+        """The version of `entry_id` active at `revision` (default the head); 404 otherwise."""
+        return self._t.run(wire.get_entry(self.scope_id, entry_id, revision))
+
+    def history(self, entry_id: str, *, revision: int | None = None) -> MemoryEntryHistory:
+        """Every version and change of one entry, newest first, as of `revision`."""
+        return self._t.run(wire.history(self.scope_id, entry_id, revision))
 
     def list(
         self, *, revision: int | None = None, cursor: str | None = None, limit: int = 100
