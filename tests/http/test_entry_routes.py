@@ -1,0 +1,45 @@
+"""HTTP v1: an entry by id, its history, and idempotent writes, end to end over the wire."""
+
+from __future__ import annotations
+
+from tests.http.conftest import Served
+
+
+def test_by_id_history_and_idempotent_writes(open_server: Served, fresh_scope: str) -> None:
+    with open_server.client() as http:
+        body = {
+            "scope_id": fresh_scope,
+            "entries": [{"text": "the kettle is green"}, {"text": "tea at five"}],
+            "idempotency_key": "load-1",
+        }
+        first = http.post("/v1/memory/remember", json=body)
+        assert first.status_code == 200
+        again = http.post("/v1/memory/remember", json=body)
+        assert again.status_code == 200 and again.json() == first.json()
+        clash = http.post("/v1/memory/remember", json=body | {"entries": [{"text": "other"}]})
+        assert clash.status_code == 409
+        assert clash.json()["error"]["code"] == "idempotency_conflict"
+        head = http.post("/v1/memory/head", json={"scope_id": fresh_scope}).json()
+        assert head["memory_ref"]["revision"] == 1
+
+        entry = first.json()["entries"][0]
+        retire = {"scope_id": fresh_scope, "citation": entry["citation"], "idempotency_key": "r"}
+        retired = http.post("/v1/memory/entries/retire", json=retire)
+        assert retired.status_code == 200
+        assert http.post("/v1/memory/entries/retire", json=retire).json() == retired.json()
+
+        ask = {"scope_id": fresh_scope, "entry_id": entry["entry_id"]}
+        gone = http.post("/v1/memory/entries/by-id", json=ask)
+        assert gone.status_code == 404 and gone.json()["error"]["code"] == "not_found"
+        then = http.post("/v1/memory/entries/by-id", json=ask | {"revision": 1})
+        assert then.status_code == 200 and then.json()["text"] == "the kettle is green"
+
+        history = http.post("/v1/memory/entries/history", json=ask).json()
+        assert [c["op"] for c in history["changes"]] == ["retire", "add"]
+        assert history["active_version"] is None and history["complete"] is True
+        past = http.post("/v1/memory/entries/history", json=ask | {"revision": 1}).json()
+        assert past["active_version"]["text"] == "the kettle is green"
+        late = http.post("/v1/memory/entries/history", json=ask | {"revision": 9})
+        assert late.status_code == 404
+        bad = http.post("/v1/memory/entries/by-id", json=ask | {"revision": True})
+        assert bad.status_code == 422
