@@ -41,6 +41,12 @@ def test_cli_talks_to_a_server(open_server: Served, fresh_scope: str) -> None:
         app, ["memory", "history", entry_id, "--scope", fresh_scope, "--json"], env=env
     )
     assert [c["op"] for c in json.loads(history.stdout)["changes"]] == ["add"]
+    as_of = runner.invoke(
+        app,
+        ["memory", "search", "remote", "--scope", fresh_scope, "--revision", "1", "--json"],
+        env=env,
+    )
+    assert [h["text"] for h in json.loads(as_of.stdout)["hits"]] == ["Remote CLI fact"]
     missing = runner.invoke(
         app, ["memory", "get", "no-such-entry", "--scope", fresh_scope], env=env
     )

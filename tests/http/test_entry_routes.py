@@ -43,3 +43,11 @@ def test_by_id_history_and_idempotent_writes(open_server: Served, fresh_scope: s
         assert late.status_code == 404
         bad = http.post("/v1/memory/entries/by-id", json=ask | {"revision": True})
         assert bad.status_code == 422
+
+        search = {"scope_id": fresh_scope, "query": "kettle green", "mode": "fts"}
+        assert http.post("/v1/memory/search", json=search).json()["hits"] == []
+        as_of = http.post("/v1/memory/search", json=search | {"revision": 1}).json()
+        assert [h["text"] for h in as_of["hits"]] == ["the kettle is green"]
+        assert as_of["hits"][0]["citation"]["memory_ref"]["revision"] == 1
+        ahead = http.post("/v1/memory/search", json=search | {"revision": 3})
+        assert ahead.status_code == 404

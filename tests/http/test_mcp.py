@@ -205,6 +205,13 @@ async def _revision_tools_round_trip(
         )
     )
     assert at_four["version"] == 2 and at_four["citation"]["memory_ref"]["revision"] == 4
+    past = _ok(
+        await client.call_tool(
+            "search", {"scope_id": scope, "query": f"{word} v3", "mode": "fts", "revision": 3}
+        )
+    )
+    assert all(hit["citation"]["memory_ref"]["revision"] == 3 for hit in past["hits"])
+    assert f"{word} v3" not in [hit["text"] for hit in past["hits"]]
 
 
 async def test_tool_errors_name_the_code_without_echoing_input(

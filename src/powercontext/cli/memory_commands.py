@@ -63,6 +63,9 @@ def search(
     scope: Scope,
     limit: Annotated[int, typer.Option(min=1, max=100, help="Maximum hits.")] = 10,
     mode: Annotated[str, typer.Option(help="auto, fts, vector or hybrid.")] = "auto",
+    revision: Annotated[
+        int | None, typer.Option(min=1, help="Search as of this revision (default the head).")
+    ] = None,
     local: Local = False,
     server_url: ServerUrl = None,
     api_key: ApiKey = None,
@@ -70,7 +73,7 @@ def search(
 ) -> None:
     """Search a scope; prints the final hits."""
     with fail_on_errors():
-        request = SearchMemoryRequest(query=query, limit=limit, mode=_mode(mode))
+        request = SearchMemoryRequest(query=query, limit=limit, mode=_mode(mode), revision=revision)
     page = run(local, server_url, api_key, scope, lambda m: m.search(request))
     output.print_search(page, as_json)
 

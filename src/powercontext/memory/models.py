@@ -183,6 +183,8 @@ class SearchMemoryRequest(_Frozen):
     query: QueryText
     limit: int = Field(default=10, ge=1, le=100)
     mode: SearchMode = "auto"
+    revision: int | None = Field(default=None, ge=1)
+    """As-of search: exactly what the scope held at this revision (default the head)."""
 
 
 class MemoryEntry(_Frozen):

@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from powercontext.memory.backfill import warn_auto_served_fts
-from powercontext.memory.errors import CapabilityNotSupportedError
+from powercontext.memory.errors import CapabilityNotSupportedError, NotFoundError
 from powercontext.memory.models import (
     Channel,
     MemoryHit,
@@ -51,6 +51,11 @@ async def run_search(
     if config.timeout_seconds is not None:
         deadline = asyncio.get_running_loop().time() + config.timeout_seconds
     head = await store.head(scope_id)
+    if request.revision is not None:
+        # As-of search: every channel reads this one revision, as they read the head otherwise.
+        if head is None or request.revision > head:
+            raise NotFoundError(f"scope {scope_id!r} has no revision {request.revision}")
+        head = request.revision
     profile = embedder.profile if embedder is not None else None
     missing = 0
     if head is not None and profile is not None and request.mode != "fts":

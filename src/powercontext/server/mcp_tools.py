@@ -110,7 +110,9 @@ async def _remember_batch(memory: ScopedMemory, body: RememberBatchRequest) -> B
 
 async def _search(memory: ScopedMemory, body: SearchRequest) -> BaseModel:
     page = await memory.search(
-        SearchMemoryRequest(query=body.query, limit=body.limit, mode=body.mode)
+        SearchMemoryRequest(
+            query=body.query, limit=body.limit, mode=body.mode, revision=body.revision
+        )
     )
     return search_response(page)
 

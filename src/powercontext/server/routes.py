@@ -216,7 +216,9 @@ async def remember(
 async def search(body: SearchRequest, caller: Caller, request: Request) -> Response:
     memory = scoped_memory(request, caller, body.scope_id)
     page = await memory.search(
-        SearchMemoryRequest(query=body.query, limit=body.limit, mode=body.mode)
+        SearchMemoryRequest(
+            query=body.query, limit=body.limit, mode=body.mode, revision=body.revision
+        )
     )
     state = state_of(request)
     assert page.rerank_status is not None, "the runtime always reports a status"

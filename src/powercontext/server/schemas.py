@@ -207,7 +207,7 @@ class RememberBatchRequest(_Wire):
 
 
 class SearchRequest(_Wire):
-    """Search one scope at its current head revision."""
+    """Search one scope at its current head revision, or as of an older one."""
 
     scope_id: WireScopeId = _scope_field()
     query: WireQueryText = Field(
@@ -237,6 +237,12 @@ class SearchRequest(_Wire):
             "response: selected ranks, counts, status, latency, usage, policy id, cache hit). "
             "`none` (default): no trace."
         ),
+    )
+    revision: int | None = _int_field(
+        None,
+        ge=1,
+        description="As-of search: exactly what the scope held at this revision (default the "
+        "head); hits cite it. 404 when the scope has not reached it.",
     )
 
 
