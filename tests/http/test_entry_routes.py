@@ -49,5 +49,9 @@ def test_by_id_history_and_idempotent_writes(open_server: Served, fresh_scope: s
         as_of = http.post("/v1/memory/search", json=search | {"revision": 1}).json()
         assert [h["text"] for h in as_of["hits"]] == ["the kettle is green"]
         assert as_of["hits"][0]["citation"]["memory_ref"]["revision"] == 1
+        (explained,) = as_of["hits"][0]["explain"]
+        assert explained["channel"] == "fts" and explained["rank"] == 1
+        floor = search | {"revision": 1, "min_score": explained["score"] + 1.0}
+        assert http.post("/v1/memory/search", json=floor).json()["hits"] == []
         ahead = http.post("/v1/memory/search", json=search | {"revision": 3})
         assert ahead.status_code == 404

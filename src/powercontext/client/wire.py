@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.history import MemoryEntryHistory
 from powercontext.memory.models import (
+    ChannelScore,
     MemoryChangesPage,
     MemoryCitation,
     MemoryEntriesPage,
@@ -114,6 +115,7 @@ def _search_page(payload: Any) -> MemorySearchPage:
             metadata=hit["metadata"],
             score=hit["score"],
             matched_by=tuple(hit["matched_by"]),
+            explain=tuple(ChannelScore.model_validate(e) for e in hit.get("explain", ())),
         )
         for hit in payload["hits"]
     )

@@ -185,6 +185,10 @@ class SearchMemoryRequest(_Frozen):
     mode: SearchMode = "auto"
     revision: int | None = Field(default=None, ge=1)
     """As-of search: exactly what the scope held at this revision (default the head)."""
+    min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
+    """Vector channel floor on cosine similarity (default the deployment's min_similarity)."""
+    min_score: float | None = Field(default=None, allow_inf_nan=False)
+    """Full-text channel floor on the raw BM25 score (default none)."""
 
 
 class MemoryEntry(_Frozen):
@@ -201,6 +205,16 @@ class MemoryEntry(_Frozen):
     active: bool = True
 
 
+class ChannelScore(_Frozen):
+    """Why a hit was found by one channel: its rank there (1 = best among the candidates the
+    channel admitted) and the channel's raw score (`fts`: BM25, higher is better; `vector`:
+    cosine similarity with the query)."""
+
+    channel: Channel
+    rank: int = Field(ge=1)
+    score: float
+
+
 class MemoryHit(_Frozen):
     memory_ref: MemoryRef
     entry_id: str
@@ -210,6 +224,8 @@ class MemoryHit(_Frozen):
     metadata: dict[str, Any]
     score: float
     matched_by: tuple[Channel, ...]
+    explain: tuple[ChannelScore, ...] = ()
+    """Per channel that found the hit: its rank and raw score there (`score` is the fused one)."""
 
     @property
     def citation(self) -> MemoryCitation:

@@ -15,6 +15,7 @@ from powercontext.memory.backfill import warn_auto_served_fts
 from powercontext.memory.errors import CapabilityNotSupportedError, NotFoundError
 from powercontext.memory.models import (
     Channel,
+    ChannelScore,
     MemoryHit,
     MemoryRef,
     MemoryRerankTrace,
@@ -26,7 +27,7 @@ from powercontext.memory.ports import FtsCandidate, MemoryReranker, VectorCandid
 from powercontext.memory.rerank.deadline import search_deadline
 from powercontext.memory.search.admission import admit_fts, admit_vector
 from powercontext.memory.search.analyze import query_terms
-from powercontext.memory.search.fusion import FusedCandidate, fuse_rrf
+from powercontext.memory.search.fusion import FusedCandidate, channel_scores, fuse_rrf
 from powercontext.memory.search.modes import (
     channel_limit,
     coarse_limit,
@@ -103,17 +104,27 @@ async def run_search(
         )
 
     fts_found, vector_found = await asyncio.gather(fts(), vector())
+    if request.min_score is not None:
+        fts_found = [c for c in fts_found if c.score >= request.min_score]
+    floor = config.min_similarity if request.min_similarity is None else request.min_similarity
     admitted: dict[Channel, list[int]] = {
         "fts": admit_fts(fts_found, terms),
-        "vector": admit_vector(vector_found, config.min_similarity),
+        "vector": admit_vector(vector_found, floor),
     }
+    explained = channel_scores(
+        admitted,
+        {
+            "fts": {c.key: c.score for c in fts_found},
+            "vector": {c.key: c.similarity for c in vector_found},
+        },
+    )
     fused = fuse_rrf(
         admitted,
         limit=coarse,
         k=config.rrf_k,
         weights={"fts": config.weight_fts, "vector": config.weight_vector},
     )
-    pool = await _hits(service, scope_id, head, fused)
+    pool = await _hits(service, scope_id, head, fused, explained)
     ref = MemoryRef(scope_id=scope_id, revision=head)
     if reranker is None or not pool:
         return MemorySearchPage(memory_ref=ref, mode=mode, hits=pool[: request.limit])
@@ -125,7 +136,11 @@ async def run_search(
 
 
 async def _hits(
-    service: MemoryService, scope_id: str, revision: int, fused: list[FusedCandidate]
+    service: MemoryService,
+    scope_id: str,
+    revision: int,
+    fused: list[FusedCandidate],
+    explained: dict[int, tuple[ChannelScore, ...]],
 ) -> tuple[MemoryHit, ...]:
     if not fused:
         return ()
@@ -141,6 +156,7 @@ async def _hits(
             metadata=row.metadata,
             score=f.score,
             matched_by=f.matched_by,
+            explain=explained.get(f.key, ()),
         )
         for f in fused
         if (row := stored.get(f.key)) is not None

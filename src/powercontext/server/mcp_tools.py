@@ -111,7 +111,12 @@ async def _remember_batch(memory: ScopedMemory, body: RememberBatchRequest) -> B
 async def _search(memory: ScopedMemory, body: SearchRequest) -> BaseModel:
     page = await memory.search(
         SearchMemoryRequest(
-            query=body.query, limit=body.limit, mode=body.mode, revision=body.revision
+            query=body.query,
+            limit=body.limit,
+            mode=body.mode,
+            revision=body.revision,
+            min_similarity=body.min_similarity,
+            min_score=body.min_score,
         )
     )
     return search_response(page)

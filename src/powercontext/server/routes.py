@@ -35,6 +35,7 @@ from powercontext.server.readiness import ReadinessProbe
 from powercontext.server.schemas import (
     ChangesPageModel,
     ChangesRequest,
+    ChannelScoreModel,
     CitationModel,
     EntriesPageModel,
     EntryModel,
@@ -157,6 +158,7 @@ def search_response(
             metadata=hit.metadata,
             score=hit.score,
             matched_by=list(hit.matched_by),
+            explain=[ChannelScoreModel.model_validate(e.model_dump()) for e in hit.explain],
         )
         for hit in page.hits
     ]
@@ -210,14 +212,19 @@ async def remember(
 @memory_router.post(
     "/search",
     response_model=SearchResponse,
-    responses=_responses(502, 504),
+    responses=_responses(404, 502, 504),
     summary="Search a scope: final hits, and a redacted rerank trace on request",
 )
 async def search(body: SearchRequest, caller: Caller, request: Request) -> Response:
     memory = scoped_memory(request, caller, body.scope_id)
     page = await memory.search(
         SearchMemoryRequest(
-            query=body.query, limit=body.limit, mode=body.mode, revision=body.revision
+            query=body.query,
+            limit=body.limit,
+            mode=body.mode,
+            revision=body.revision,
+            min_similarity=body.min_similarity,
+            min_score=body.min_score,
         )
     )
     state = state_of(request)

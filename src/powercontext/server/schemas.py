@@ -244,6 +244,19 @@ class SearchRequest(_Wire):
         description="As-of search: exactly what the scope held at this revision (default the "
         "head); hits cite it. 404 when the scope has not reached it.",
     )
+    min_similarity: float | None = Field(
+        default=None,
+        ge=-1.0,
+        le=1.0,
+        description="Vector channel floor on cosine similarity, applied before fusion "
+        "(default the deployment's POWERCONTEXT_SERVER_RUNTIME_SEARCH_MIN_SIMILARITY).",
+    )
+    min_score: float | None = Field(
+        default=None,
+        allow_inf_nan=False,
+        description="Full-text channel floor on the raw BM25 score (see `explain`), applied "
+        "before fusion (default none).",
+    )
 
 
 class ListEntriesRequest(_Wire):
@@ -345,6 +358,14 @@ class WriteResultModel(_Wire):
     )
 
 
+class ChannelScoreModel(_Wire):
+    channel: Channel = Field(description="`fts` or `vector`.")
+    rank: int = Field(ge=1, description="The hit's rank in this channel (1 = best admitted).")
+    score: float = Field(
+        description="The channel's raw score: `fts` BM25 (higher is better), `vector` cosine."
+    )
+
+
 class HitModel(_Wire):
     """One final search hit."""
 
@@ -354,6 +375,12 @@ class HitModel(_Wire):
     metadata: dict[str, Any] = Field(description="The entry's metadata.")
     score: float = Field(description="The coarse RRF fusion score (higher is better).")
     matched_by: list[Channel] = Field(description="The channels that found the entry.")
+    explain: list[ChannelScoreModel] = Field(
+        default_factory=list,
+        description="Per channel that found the entry: its rank and raw score there, next to "
+        "the fused `score`; use them to judge relevance and to set `min_similarity` or "
+        "`min_score`.",
+    )
 
 
 def _is_none(value: object) -> bool:
