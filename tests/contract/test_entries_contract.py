@@ -128,3 +128,15 @@ async def test_keys_of_one_batch_must_agree(store: MemoryStore) -> None:
     ]
     with pytest.raises(ValueError, match="idempotency_key"):
         await memory.remember_many(mixed)
+
+
+async def test_scopes_list_head_and_entry_count(store: MemoryStore) -> None:
+    service = MemoryService(store)
+    one = service.for_scope("one")
+    written = await one.remember_many([RememberMemoryRequest(text=t) for t in ("a", "b", "c")])
+    await one.retire(RetireMemoryRequest(citation=written.entries[0].citation))
+    await service.for_scope("two").remember(RememberMemoryRequest(text="x"))
+    found = {s.scope_id: (s.memory_ref.revision, s.entry_count) for s in await service.scopes()}
+    assert found == {"one": (2, 2), "two": (1, 1)}
+    only = await service.scopes(lambda scope: scope == "two")
+    assert [s.scope_id for s in only] == ["two"]

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from tests.http.conftest import Served
+import json
+
+from typer.testing import CliRunner
+
+from powercontext.cli import app
+from powercontext.client import SyncPowerContextClient
+from powercontext.memory.models import RememberMemoryRequest
+from tests.http.conftest import KEY_A, KEY_B, Served
+
+runner = CliRunner()
 
 
 def test_by_id_history_and_idempotent_writes(open_server: Served, fresh_scope: str) -> None:
@@ -55,3 +64,21 @@ def test_by_id_history_and_idempotent_writes(open_server: Served, fresh_scope: s
         assert http.post("/v1/memory/search", json=floor).json()["hits"] == []
         ahead = http.post("/v1/memory/search", json=search | {"revision": 3})
         assert ahead.status_code == 404
+
+
+def test_scopes_lists_only_what_the_key_may_use(auth_server: Served) -> None:
+    with SyncPowerContextClient(auth_server.url, api_key=KEY_A) as client:
+        client.memory.for_scope("scope-a").remember(RememberMemoryRequest(text="listed"))
+        listed = client.memory.scopes()
+    assert [s.scope_id for s in listed] == ["scope-a"]
+    assert listed[0].entry_count >= 1 and listed[0].memory_ref.revision >= 1
+    with SyncPowerContextClient(auth_server.url, api_key=KEY_B) as other:
+        assert "scope-a" not in [s.scope_id for s in other.memory.scopes()]
+    with auth_server.client() as http:
+        assert http.get("/v1/scopes").status_code == 401
+    shown = runner.invoke(
+        app,
+        ["memory", "scopes", "--server-url", auth_server.url, "--api-key", KEY_A, "--json"],
+    )
+    assert shown.exit_code == 0, shown.output
+    assert [s["scope_id"] for s in json.loads(shown.stdout)["scopes"]] == ["scope-a"]

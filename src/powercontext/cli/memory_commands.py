@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from powercontext.cli import output, revision_commands
+from powercontext.cli import output, revision_commands, scope_commands
 from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
 from powercontext.cli.memory_options import (
     ApiKey,
@@ -172,3 +172,4 @@ app.command()(revision_commands.reactivate)
 app.command()(revision_commands.changes)
 app.command()(revision_commands.head)
 app.command()(revision_commands.history)
+app.command()(scope_commands.scopes)

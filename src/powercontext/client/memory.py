@@ -22,6 +22,7 @@ from powercontext.memory.models import (
     SearchMemoryRequest,
 )
 from powercontext.memory.scoped import validate_scope_id
+from powercontext.memory.scopes import ScopeSummary
 
 
 class AsyncScopedMemoryClient:
@@ -139,6 +140,10 @@ class AsyncMemoryClient:
     def for_scope(self, scope_id: str) -> AsyncScopedMemoryClient:
         return AsyncScopedMemoryClient(self._t, validate_scope_id(scope_id))
 
+    async def scopes(self) -> tuple[ScopeSummary, ...]:
+        """The scopes this key may use, with head revision and entry count."""
+        return await self._t.run(wire.scopes())
+
 
 class SyncMemoryClient:
     def __init__(self, transport: SyncTransport) -> None:
@@ -146,3 +151,7 @@ class SyncMemoryClient:
 
     def for_scope(self, scope_id: str) -> SyncScopedMemoryClient:
         return SyncScopedMemoryClient(self._t, validate_scope_id(scope_id))
+
+    def scopes(self) -> tuple[ScopeSummary, ...]:
+        """The scopes this key may use, with head revision and entry count."""
+        return self._t.run(wire.scopes())

@@ -32,6 +32,7 @@ from powercontext.memory.models import (
     ReviseMemoryRequest,
     SearchMemoryRequest,
 )
+from powercontext.memory.scopes import ScopeSummary
 
 T = TypeVar("T")
 IncludeRerank = Literal["none", "redacted"]
@@ -246,6 +247,14 @@ def history(scope_id: str, entry_id: str, revision: int | None) -> Call[MemoryEn
         _by_entry(scope_id, entry_id, revision),
         idempotent=True,
     )
+
+
+def _scopes(payload: Any) -> tuple[ScopeSummary, ...]:
+    return tuple(ScopeSummary.model_validate(item) for item in payload["scopes"])
+
+
+def scopes() -> Call[tuple[ScopeSummary, ...]]:
+    return Call("GET", "/v1/scopes", _scopes, idempotent=True)
 
 
 def changes(scope_id: str, since_revision: int, limit: int) -> Call[MemoryChangesPage]:

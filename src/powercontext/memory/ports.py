@@ -189,6 +189,10 @@ class MemoryStore(Protocol):
 
     async def scope_ids(self) -> list[str]: ...
 
+    async def active_count(self, scope_id: str, revision: int) -> int:
+        """How many entry versions are active at `revision` (0 for an unknown one)."""
+        ...
+
     async def close(self) -> None: ...
 
 

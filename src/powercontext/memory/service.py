@@ -50,6 +50,7 @@ from powercontext.memory.ports import (
     StoredVersion,
 )
 from powercontext.memory.scoped import ScopedMemory, validate_scope_id
+from powercontext.memory.scopes import ScopeSummary, scope_summaries
 from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.context import IndexSource, IndexTextConfig, fts_tokens
 from powercontext.memory.searching import run_search
@@ -403,6 +404,10 @@ class MemoryService:
             changes=tuple(changes),
             next_since_revision=next_since,
         )
+
+    async def scopes(self, allows: Callable[[str], bool] | None = None) -> tuple[ScopeSummary, ...]:
+        """The scopes `allows` admits (all by default), with head revision and entry count."""
+        return await scope_summaries(self.store, allows)
 
     async def head(self, scope_id: str) -> MemoryRef | None:
         head = await self.store.head(scope_id)

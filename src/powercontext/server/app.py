@@ -24,6 +24,7 @@ from powercontext.server.metrics import ServerMetrics
 from powercontext.server.middleware import RequestContextMiddleware
 from powercontext.server.readiness import ReadinessProbe
 from powercontext.server.routes import ServerState, router
+from powercontext.server.scope_routes import scope_router
 from powercontext.server.ui import install_ui
 
 RuntimeFactory = Callable[[ServerSettings, SearchObserver], AbstractAsyncContextManager[Runtime]]
@@ -93,6 +94,7 @@ def create_app(
     app.state.powercontext = state
     app.include_router(router)
     app.include_router(entry_router)
+    app.include_router(scope_router)
     app.include_router(docs_router)
     # Not part of the v1 contract (openapi/powercontext.yaml): MCP has its own tool schemas.
     app.router.routes.append(McpRoute(mcp_tools))

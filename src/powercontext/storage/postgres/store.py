@@ -395,6 +395,10 @@ class PostgresMemoryStore:
             self._indexed[profile_id] = await vectors.ensure_index(conn, profile_id, dimension)
         self._deferred.discard(profile_id)
 
+    async def active_count(self, scope_id: str, revision: int) -> int:
+        async with self._connection("counting entries") as conn:
+            return await reads.active_count(conn, scope_id, revision)
+
     async def scope_ids(self) -> list[str]:
         async with self._connection("listing scopes") as conn:
             return await reads.scope_ids(conn)

@@ -221,6 +221,11 @@ class SqliteMemoryStore:
 
         await asyncio.to_thread(run)
 
+    async def active_count(self, scope_id: str, revision: int) -> int:
+        return await self._read(
+            lambda conn: reads.active_count(conn, scope_id, revision), "counting entries"
+        )
+
     async def scope_ids(self) -> list[str]:
         return await self._read(reads.scope_ids, "listing scopes")
 
