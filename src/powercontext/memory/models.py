@@ -189,6 +189,8 @@ class SearchMemoryRequest(_Frozen):
     """Vector channel floor on cosine similarity (default the deployment's min_similarity)."""
     min_score: float | None = Field(default=None, allow_inf_nan=False)
     """Full-text channel floor on the raw BM25 score (default none)."""
+    filter: MemoryFilter | None = None
+    """Only versions matching it are candidates, in every channel, before its top-k."""
 
 
 class MemoryEntry(_Frozen):
@@ -350,3 +352,10 @@ class MemoryEntriesPage(_Frozen):
     memory_ref: MemoryRef | None
     entries: tuple[MemoryEntry, ...]
     next_cursor: str | None = None
+
+
+# The filter model uses this module's field types (Kind), so it is imported last and the
+# request that names it is completed here.
+from powercontext.memory.filters import MemoryFilter  # noqa: E402
+
+SearchMemoryRequest.model_rebuild()

@@ -10,6 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import (
     ChangeOp,
     EmbeddingProfile,
@@ -150,9 +151,16 @@ class MemoryStore(Protocol):
     ) -> dict[int, StoredVersion]: ...
 
     async def list_versions(
-        self, scope_id: str, revision: int, *, after_key: int | None, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        *,
+        after_key: int | None,
+        limit: int,
+        where: MemoryFilter | None = None,
     ) -> list[StoredVersion]:
-        """Versions active at `revision`, ascending by key, after `after_key`."""
+        """Versions active at `revision` (and matching `where`), ascending by key, after
+        `after_key`."""
         ...
 
     async def changes(
@@ -160,15 +168,30 @@ class MemoryStore(Protocol):
     ) -> list[MemoryChange]: ...
 
     async def fts_candidates(
-        self, scope_id: str, revision: int, terms: Sequence[str], *, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        terms: Sequence[str],
+        *,
+        limit: int,
+        where: MemoryFilter | None = None,
     ) -> list[FtsCandidate]:
-        """Versions active at `revision` containing any of `terms`, best first."""
+        """Versions active at `revision` containing any of `terms`, best first. `where` is
+        applied before the top `limit` are chosen."""
         ...
 
     async def vector_candidates(
-        self, scope_id: str, revision: int, profile_id: str, query: Vector, *, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        profile_id: str,
+        query: Vector,
+        *,
+        limit: int,
+        where: MemoryFilter | None = None,
     ) -> list[VectorCandidate]:
-        """Nearest versions active at `revision` by cosine similarity, best first."""
+        """Nearest versions active at `revision` by cosine similarity, best first. `where`
+        is applied before the nearest `limit` are chosen."""
         ...
 
     async def missing_vector_count(self, scope_id: str, revision: int, profile_id: str) -> int:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from pydantic import TypeAdapter, ValidationError
 
 from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.history import MemoryEntryHistory, entry_history
 from powercontext.memory.models import (
     MemoryChangesPage,
@@ -76,10 +77,16 @@ class ScopedMemory:
         return await entry_history(self, entry_id, revision)
 
     async def list(
-        self, *, revision: int | None = None, cursor: str | None = None, limit: int = 100
+        self,
+        *,
+        revision: int | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+        where: MemoryFilter | None = None,
     ) -> MemoryEntriesPage:
+        """Entries active at `revision` (default the head) that match `where`, by key."""
         return await self._service.list(
-            self.scope_id, revision=revision, cursor=cursor, limit=limit
+            self.scope_id, revision=revision, cursor=cursor, limit=limit, where=where
         )
 
     async def changes(self, since_revision: int = 0, *, limit: int = 1000) -> MemoryChangesPage:

@@ -94,13 +94,20 @@ async def run_search(
     async def fts() -> list[FtsCandidate]:
         if not uses_fts(mode) or not terms:
             return []
-        return await store.fts_candidates(scope_id, head, terms, limit=per_channel)
+        return await store.fts_candidates(
+            scope_id, head, terms, limit=per_channel, where=request.filter
+        )
 
     async def vector() -> list[VectorCandidate]:
         if query_vector is None or profile is None or not uses_vector(mode):
             return []
         return await store.vector_candidates(
-            scope_id, head, profile.profile_id, query_vector, limit=per_channel
+            scope_id,
+            head,
+            profile.profile_id,
+            query_vector,
+            limit=per_channel,
+            where=request.filter,
         )
 
     fts_found, vector_found = await asyncio.gather(fts(), vector())

@@ -22,6 +22,7 @@ from powercontext.memory.errors import (
     PayloadTooLargeError,
     RevisionConflictError,
 )
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.idempotency import check_body, claim_for, replay
 from powercontext.memory.indexing import ProgressCallback, VectorIndexer
 from powercontext.memory.models import (
@@ -361,6 +362,7 @@ class MemoryService:
         revision: int | None = None,
         cursor: str | None = None,
         limit: int = 100,
+        where: MemoryFilter | None = None,
     ) -> MemoryEntriesPage:
         if not 1 <= limit <= 1000:
             raise MemoryValidationError("limit must be between 1 and 1000")
@@ -371,7 +373,9 @@ class MemoryService:
         if not 1 <= at <= head:
             raise NotFoundError(f"scope {scope_id!r} has no revision {at}")
         after = await self._cursor_key(scope_id, cursor, at)
-        rows = await self.store.list_versions(scope_id, at, after_key=after, limit=limit + 1)
+        rows = await self.store.list_versions(
+            scope_id, at, after_key=after, limit=limit + 1, where=where
+        )
         more = len(rows) > limit
         rows = rows[:limit]
         entries = tuple(entry_from_stored(scope_id, at, row) for row in rows)

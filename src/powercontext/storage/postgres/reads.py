@@ -9,9 +9,11 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import IdempotentWrite, StoredVersion
 from powercontext.storage.common import VERSION_COLUMNS, version_from_row
+from powercontext.storage.filter_sql import filter_sql
 
 ACTIVE_AT = "added_revision <= %s AND (removed_revision IS NULL OR removed_revision > %s)"
 
@@ -80,14 +82,16 @@ async def list_versions(
     revision: int,
     after_key: int | None,
     limit: int,
+    where: MemoryFilter | None = None,
 ) -> list[StoredVersion]:
     if limit <= 0:
         return []
+    clause, params = filter_sql(where, "postgres")
     cur = await conn.execute(
         f"SELECT {VERSION_COLUMNS} FROM entry_versions "
-        f"WHERE scope_id = %s AND key > %s AND {ACTIVE_AT} "
+        f"WHERE scope_id = %s AND key > %s AND {ACTIVE_AT}{clause} "
         "ORDER BY key LIMIT %s",
-        (scope_id, -1 if after_key is None else after_key, revision, revision, limit),
+        (scope_id, -1 if after_key is None else after_key, revision, revision, *params, limit),
     )
     return [version_from_row(row) for row in await cur.fetchall()]
 

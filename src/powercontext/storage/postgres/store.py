@@ -21,6 +21,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
 from powercontext.memory.errors import MemoryValidationError, NotFoundError, RevisionConflictError
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import (
     CommitResult,
@@ -33,6 +34,7 @@ from powercontext.memory.ports import (
     VectorCandidate,
 )
 from powercontext.storage.common import unit_vectors, validate_plan
+from powercontext.storage.filter_sql import filter_sql
 from powercontext.storage.postgres import fulltext, reads, vectors, writes
 from powercontext.storage.postgres.connection import PostgresOptions, connect, split_url
 from powercontext.storage.postgres.errors import is_unique_violation, storage_error
@@ -193,10 +195,16 @@ class PostgresMemoryStore:
             return await reads.fetch_versions(conn, scope_id, keys)
 
     async def list_versions(
-        self, scope_id: str, revision: int, *, after_key: int | None, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        *,
+        after_key: int | None,
+        limit: int,
+        where: MemoryFilter | None = None,
     ) -> list[StoredVersion]:
         async with self._connection("listing entry versions") as conn:
-            return await reads.list_versions(conn, scope_id, revision, after_key, limit)
+            return await reads.list_versions(conn, scope_id, revision, after_key, limit, where)
 
     async def changes(
         self, scope_id: str, since_revision: int, *, limit: int
@@ -205,7 +213,13 @@ class PostgresMemoryStore:
             return await reads.changes(conn, scope_id, since_revision, limit)
 
     async def fts_candidates(
-        self, scope_id: str, revision: int, terms: Sequence[str], *, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        terms: Sequence[str],
+        *,
+        limit: int,
+        where: MemoryFilter | None = None,
     ) -> list[FtsCandidate]:
         wanted = fulltext.clean_terms(str(term) for term in terms)
         if not wanted or limit <= 0:
@@ -225,11 +239,15 @@ class PostgresMemoryStore:
             plan = fulltext.plan_ranking(wanted, frequencies, int(scope[0]), int(scope[1]))
             if plan is None:
                 return []
-            query, params = fulltext.ranking_query(plan, plan.first_pass, scope_id, revision, limit)
+            query, params = fulltext.ranking_query(
+                plan, plan.first_pass, scope_id, revision, limit, where
+            )
             rows = await (await conn.execute(query, params)).fetchall()
             needed = fulltext.terms_to_match(plan, [row[1] for row in rows], limit)
             if needed > plan.first_pass:
-                query, params = fulltext.ranking_query(plan, needed, scope_id, revision, limit)
+                query, params = fulltext.ranking_query(
+                    plan, needed, scope_id, revision, limit, where
+                )
                 rows = await (await conn.execute(query, params)).fetchall()
         return [
             FtsCandidate(key=int(key), score=float(score), tokens=frozenset(tokens))
@@ -247,9 +265,18 @@ class PostgresMemoryStore:
         return known
 
     async def vector_candidates(
-        self, scope_id: str, revision: int, profile_id: str, query: Vector, *, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        profile_id: str,
+        query: Vector,
+        *,
+        limit: int,
+        where: MemoryFilter | None = None,
     ) -> list[VectorCandidate]:
-        return await self._nearest(scope_id, revision, profile_id, query, limit, exact=False)
+        return await self._nearest(
+            scope_id, revision, profile_id, query, limit, exact=False, where=where
+        )
 
     async def exact_vector_candidates(
         self, scope_id: str, revision: int, profile_id: str, query: Vector, *, limit: int
@@ -266,6 +293,7 @@ class PostgresMemoryStore:
         limit: int,
         *,
         exact: bool,
+        where: MemoryFilter | None = None,
     ) -> list[VectorCandidate]:
         vector = np.asarray(query, dtype=np.float32)
         if vector.ndim != 1 or not np.all(np.isfinite(vector)):
@@ -287,12 +315,14 @@ class PostgresMemoryStore:
                 return []
             # A small revision is compared exhaustively: exact, and as fast as a graph walk.
             exact = exact or active <= vectors.EXACT_SCAN_UP_TO
-            params = (vector / norm, scope_id, revision, revision, limit)
-            rows = await self._search(conn, profile_id, dimension, params, limit, exact)
-            if not exact and len(rows) < min(limit, active):
-                # The graph walk gives up after hnsw.max_scan_tuples; when it comes back short,
-                # the revision and scope filters starved it: compare exhaustively instead.
-                rows = await self._search(conn, profile_id, dimension, params, limit, True)
+            clause, extra = filter_sql(where, "postgres", "e.")
+            params = (vector / norm, scope_id, revision, revision, *extra, limit)
+            rows = await self._search(conn, profile_id, dimension, params, limit, exact, clause)
+            # The graph walk gives up after hnsw.max_scan_tuples; when it comes back short, the
+            # revision, scope or request filters starved it: compare exhaustively instead. (How
+            # many versions a filter admits is unknown, so a short filtered walk always is.)
+            if not exact and len(rows) < (limit if clause else min(limit, active)):
+                rows = await self._search(conn, profile_id, dimension, params, limit, True, clause)
         found = [
             VectorCandidate(key=int(key), similarity=0.0 if distance != distance else 1 - distance)
             for key, distance in rows
@@ -308,8 +338,9 @@ class PostgresMemoryStore:
         params: tuple[object, ...],
         limit: int,
         exact: bool,
+        clause: str = "",
     ) -> list[tuple[int, float]]:
-        statement = vectors.nearest_query(profile_id, dimension, exact=exact)
+        statement = vectors.nearest_query(profile_id, dimension, exact=exact, clause=clause)
         async with conn.transaction():
             if not exact:
                 settings = vectors.ann_settings(limit, self.options.hnsw_ef_search)

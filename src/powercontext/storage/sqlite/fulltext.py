@@ -222,8 +222,15 @@ class ScopeTerms:
             self._weights[term] = weights
         return weights
 
-    def search(self, revision: int, terms: Sequence[str], limit: int) -> list[FtsCandidate]:
-        """The best `limit` versions active at `revision`, best first (ties by key)."""
+    def search(
+        self,
+        revision: int,
+        terms: Sequence[str],
+        limit: int,
+        allowed: npt.NDArray[np.int64] | None = None,
+    ) -> list[FtsCandidate]:
+        """The best `limit` versions active at `revision` (and among the `allowed` keys, when
+        a filter gave some), best first (ties by key)."""
         found = [(t, p) for t in dict.fromkeys(terms) if (p := self.terms.get(t)) is not None]
         if not found or limit <= 0:
             return []
@@ -232,6 +239,11 @@ class ScopeTerms:
             # A term's rows are distinct, so a fancy-indexed add never drops a repeat.
             scores[postings.rows[: postings.size]] += self._term_weights(term, postings)
         scores[self._inactive_rows(revision)] = 0.0
+        if allowed is not None:
+            # The filter masks before the partition: a selective filter still fills `limit`.
+            keep = np.zeros(self.size, dtype=bool)
+            keep[_rows_of(self.keys[: self.size], allowed)] = True
+            scores[~keep] = 0.0
         # One partition over every row beats gathering the matching rows first: common words
         # match most of a scope, and the head usually has no inactive rows to mask.
         if limit < scores.shape[0]:
@@ -252,12 +264,26 @@ class ScopeTerms:
         ]
 
 
+def _rows_of(keys: npt.NDArray[np.int64], wanted: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Rows of the `wanted` keys that are cached (`keys` ascending); unknown keys are skipped."""
+    rows = np.searchsorted(keys, wanted)
+    inside = rows < keys.shape[0]
+    rows, wanted = rows[inside], wanted[inside]
+    found: npt.NDArray[np.int64] = rows[keys[rows] == wanted]
+    return found
+
+
 def fts_candidates(
-    index: ScopeTerms, conn: sqlite3.Connection, revision: int, terms: Sequence[str], limit: int
+    index: ScopeTerms,
+    conn: sqlite3.Connection,
+    revision: int,
+    terms: Sequence[str],
+    limit: int,
+    allowed: npt.NDArray[np.int64] | None = None,
 ) -> list[FtsCandidate]:
     with index.lock:
         index.refresh(conn)
-        return index.search(revision, terms, limit)
+        return index.search(revision, terms, limit, allowed)
 
 
 class TermCache:

@@ -8,9 +8,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import FtsCandidate, IdempotentWrite, StoredVersion
 from powercontext.storage.common import VERSION_COLUMNS, version_from_row
+from powercontext.storage.filter_sql import filter_sql
 from powercontext.storage.sqlite.writes import chunks
 
 _ACTIVE_AT = "added_revision <= ? AND (removed_revision IS NULL OR removed_revision > ?)"
@@ -90,17 +95,38 @@ def fetch_versions(
 
 
 def list_versions(
-    conn: sqlite3.Connection, scope_id: str, revision: int, after_key: int | None, limit: int
+    conn: sqlite3.Connection,
+    scope_id: str,
+    revision: int,
+    after_key: int | None,
+    limit: int,
+    where: MemoryFilter | None = None,
 ) -> list[StoredVersion]:
     if limit <= 0:
         return []
+    clause, params = filter_sql(where, "sqlite")
     rows = conn.execute(
         f"SELECT {VERSION_COLUMNS} FROM entry_versions "
-        f"WHERE scope_id = ? AND key > ? AND {_ACTIVE_AT} "
+        f"WHERE scope_id = ? AND key > ? AND {_ACTIVE_AT}{clause} "
         "ORDER BY key LIMIT ?",
-        (scope_id, -1 if after_key is None else after_key, revision, revision, limit),
+        (scope_id, -1 if after_key is None else after_key, revision, revision, *params, limit),
     ).fetchall()
     return [_version(row) for row in rows]
+
+
+def filtered_keys(
+    conn: sqlite3.Connection, scope_id: str, revision: int, where: MemoryFilter | None
+) -> npt.NDArray[np.int64] | None:
+    """Keys of the versions active at `revision` that match `where`, ascending; None when
+    there is no filter (every active version may be a candidate)."""
+    clause, params = filter_sql(where, "sqlite")
+    if not clause:
+        return None
+    rows = conn.execute(
+        f"SELECT key FROM entry_versions WHERE scope_id = ? AND {_ACTIVE_AT}{clause} ORDER BY key",
+        (scope_id, revision, revision, *params),
+    ).fetchall()
+    return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
 
 
 def _change(row: Sequence[Any]) -> MemoryChange:
@@ -155,7 +181,12 @@ def _match_expression(terms: Sequence[str]) -> str | None:
 
 
 def fts5_candidates(
-    conn: sqlite3.Connection, scope_id: str, revision: int, terms: Sequence[str], limit: int
+    conn: sqlite3.Connection,
+    scope_id: str,
+    revision: int,
+    terms: Sequence[str],
+    limit: int,
+    where: MemoryFilter | None = None,
 ) -> list[FtsCandidate]:
     """The SQL-only full-text channel (IndexOptions.fulltext = "fts5"), kept for comparison.
 
@@ -167,13 +198,14 @@ def fts5_candidates(
     expression = _match_expression(terms)
     if expression is None:
         return []
+    clause, params = filter_sql(where, "sqlite", "v.")
     rows = conn.execute(
         "SELECT f.rowid, bm25(entry_fts, 0.0, 1.0) AS score, f.tokens "
         "FROM entry_fts f JOIN entry_versions v ON v.key = f.rowid "
         "WHERE entry_fts MATCH ? AND v.scope_id = ? AND v.added_revision <= ? "
-        "AND (v.removed_revision IS NULL OR v.removed_revision > ?) "
+        f"AND (v.removed_revision IS NULL OR v.removed_revision > ?){clause} "
         "ORDER BY score, f.rowid LIMIT ?",
-        (expression, scope_id, revision, revision, limit),
+        (expression, scope_id, revision, revision, *params, limit),
     ).fetchall()
     # bm25() is lower-is-better; negate it so a higher score means a better candidate.
     return [

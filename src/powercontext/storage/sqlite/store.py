@@ -18,6 +18,7 @@ from typing import TypeVar
 import numpy as np
 
 from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import (
     CommitResult,
@@ -138,10 +139,16 @@ class SqliteMemoryStore:
         )
 
     async def list_versions(
-        self, scope_id: str, revision: int, *, after_key: int | None, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        *,
+        after_key: int | None,
+        limit: int,
+        where: MemoryFilter | None = None,
     ) -> list[StoredVersion]:
         return await self._read(
-            lambda conn: reads.list_versions(conn, scope_id, revision, after_key, limit),
+            lambda conn: reads.list_versions(conn, scope_id, revision, after_key, limit, where),
             "listing entry versions",
         )
 
@@ -153,24 +160,39 @@ class SqliteMemoryStore:
         )
 
     async def fts_candidates(
-        self, scope_id: str, revision: int, terms: Sequence[str], *, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        terms: Sequence[str],
+        *,
+        limit: int,
+        where: MemoryFilter | None = None,
     ) -> list[FtsCandidate]:
         wanted = [str(term) for term in terms]
         if not wanted:
             return []
         if self.index.fulltext == "fts5":
             return await self._read(
-                lambda conn: reads.fts5_candidates(conn, scope_id, revision, wanted, limit),
+                lambda conn: reads.fts5_candidates(conn, scope_id, revision, wanted, limit, where),
                 "searching the full-text index",
             )
         postings = self._terms.get(scope_id)
-        return await self._read(
-            lambda conn: fulltext.fts_candidates(postings, conn, revision, wanted, limit),
-            "searching the full-text index",
-        )
+
+        def work(conn: sqlite3.Connection) -> list[FtsCandidate]:
+            allowed = reads.filtered_keys(conn, scope_id, revision, where)
+            return fulltext.fts_candidates(postings, conn, revision, wanted, limit, allowed)
+
+        return await self._read(work, "searching the full-text index")
 
     async def vector_candidates(
-        self, scope_id: str, revision: int, profile_id: str, query: Vector, *, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        profile_id: str,
+        query: Vector,
+        *,
+        limit: int,
+        where: MemoryFilter | None = None,
     ) -> list[VectorCandidate]:
         vector = np.asarray(query, dtype=np.float32)
         if vector.ndim != 1 or not np.all(np.isfinite(vector)):
@@ -178,9 +200,10 @@ class SqliteMemoryStore:
         matrix = self._vectors.get(scope_id, profile_id)
 
         def work(conn: sqlite3.Connection) -> list[VectorCandidate]:
+            allowed = reads.filtered_keys(conn, scope_id, revision, where)
             with matrix.lock:
                 matrix.refresh(conn)
-                return matrix.search(revision, vector, limit)
+                return matrix.search(revision, vector, limit, allowed)
 
         return await self._read(work, "searching vectors")
 
