@@ -8,7 +8,8 @@ from typer.testing import CliRunner
 
 from powercontext.cli import app
 from powercontext.client import SyncPowerContextClient
-from powercontext.memory.models import RememberMemoryRequest
+from powercontext.memory.filters import MemoryFilter
+from powercontext.memory.models import RememberMemoryRequest, SearchMemoryRequest
 from tests.http.conftest import KEY_A, KEY_B, Served
 
 runner = CliRunner()
@@ -82,3 +83,64 @@ def test_scopes_lists_only_what_the_key_may_use(auth_server: Served) -> None:
     )
     assert shown.exit_code == 0, shown.output
     assert [s["scope_id"] for s in json.loads(shown.stdout)["scopes"]] == ["scope-a"]
+
+
+def test_filters_over_http_sdk_cli(open_server: Served, fresh_scope: str) -> None:
+    notes = [
+        {"text": f"filtered kettle {i}", "kind": "rare" if i == 5 else "fact", "metadata": {"n": i}}
+        for i in range(12)
+    ]
+    with open_server.client() as http:
+        assert (
+            http.post(
+                "/v1/memory/remember", json={"scope_id": fresh_scope, "entries": notes}
+            ).status_code
+            == 200
+        )
+        wanted = {"metadata": {"n": {"gte": 9}}}
+        body = {"scope_id": fresh_scope, "query": "kettle", "mode": "fts", "limit": 2}
+        page = http.post("/v1/memory/search", json=body | {"filter": wanted}).json()
+        assert sorted(h["metadata"]["n"] for h in page["hits"]) in ([9, 10], [9, 11], [10, 11])
+        listed = http.post(
+            "/v1/memory/entries/list", json={"scope_id": fresh_scope, "filter": wanted}
+        ).json()
+        assert [e["metadata"]["n"] for e in listed["entries"]] == [9, 10, 11]
+        bad = http.post("/v1/memory/search", json=body | {"filter": {"metadata": {"n": {}}}})
+        assert bad.status_code == 422
+    with SyncPowerContextClient(open_server.url) as client:
+        scoped = client.memory.for_scope(fresh_scope)
+        rare = MemoryFilter(kinds=("rare",))
+        assert [e.metadata["n"] for e in scoped.list(where=rare).entries] == [5]
+        found = scoped.search(SearchMemoryRequest(query="kettle", mode="fts", filter=rare))
+        assert [h.kind for h in found.hits] == ["rare"]
+    shown = runner.invoke(
+        app,
+        [
+            "memory",
+            "search",
+            "kettle",
+            "--scope",
+            fresh_scope,
+            "--json",
+            "--server-url",
+            open_server.url,
+            "--filter",
+            '{"kinds": ["rare"]}',
+        ],
+    )
+    assert shown.exit_code == 0, shown.output
+    assert [h["kind"] for h in json.loads(shown.stdout)["hits"]] == ["rare"]
+    bad_cli = runner.invoke(
+        app,
+        [
+            "memory",
+            "list",
+            "--scope",
+            fresh_scope,
+            "--server-url",
+            open_server.url,
+            "--filter",
+            "{not json",
+        ],
+    )
+    assert bad_cli.exit_code != 0 and "--filter" in bad_cli.output

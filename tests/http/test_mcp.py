@@ -212,6 +212,13 @@ async def _revision_tools_round_trip(
     )
     assert all(hit["citation"]["memory_ref"]["revision"] == 3 for hit in past["hits"])
     assert f"{word} v3" not in [hit["text"] for hit in past["hits"]]
+    only_batch = _ok(
+        await client.call_tool(
+            "list_entries",
+            {"scope_id": scope, "filter": {"created_after": batch["entries"][0]["created_at"]}},
+        )
+    )
+    assert sorted(e["text"] for e in only_batch["entries"]) == [f"{word} b1", f"{word} b2"]
 
 
 async def test_tool_errors_name_the_code_without_echoing_input(

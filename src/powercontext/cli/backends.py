@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.history import MemoryEntryHistory
 from powercontext.memory.models import (
     MemoryChangesPage,
@@ -32,7 +33,12 @@ class CliMemory(Protocol):
     async def search(self, request: SearchMemoryRequest) -> MemorySearchPage: ...
 
     async def list(
-        self, *, revision: int | None = None, cursor: str | None = None, limit: int = 100
+        self,
+        *,
+        revision: int | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+        where: MemoryFilter | None = None,
     ) -> MemoryEntriesPage: ...
 
     async def get(self, citation: MemoryCitation) -> MemoryEntry | None: ...

@@ -12,9 +12,11 @@ from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
 from powercontext.cli.memory_options import (
     ApiKey,
     AsJson,
+    FilterOption,
     Local,
     Scope,
     ServerUrl,
+    filter_object,
     metadata_object,
     run,
 )
@@ -66,6 +68,7 @@ def search(
     revision: Annotated[
         int | None, typer.Option(min=1, help="Search as of this revision (default the head).")
     ] = None,
+    where: FilterOption = None,
     local: Local = False,
     server_url: ServerUrl = None,
     api_key: ApiKey = None,
@@ -73,7 +76,13 @@ def search(
 ) -> None:
     """Search a scope; prints the final hits."""
     with fail_on_errors():
-        request = SearchMemoryRequest(query=query, limit=limit, mode=_mode(mode), revision=revision)
+        request = SearchMemoryRequest(
+            query=query,
+            limit=limit,
+            mode=_mode(mode),
+            revision=revision,
+            filter=filter_object(where),
+        )
     page = run(local, server_url, api_key, scope, lambda m: m.search(request))
     output.print_search(page, as_json)
 
@@ -96,18 +105,21 @@ def list_entries(
     limit: Annotated[int, typer.Option(min=1, max=1000, help="Entries per page.")] = 100,
     cursor: Annotated[str | None, typer.Option(help="`next_cursor` of the last page.")] = None,
     revision: Annotated[int | None, typer.Option(help="List this revision (default head).")] = None,
+    where: FilterOption = None,
     local: Local = False,
     server_url: ServerUrl = None,
     api_key: ApiKey = None,
     as_json: AsJson = False,
 ) -> None:
     """List the active entries of a scope, oldest first."""
+    with fail_on_errors():
+        parsed = filter_object(where)
     page = run(
         local,
         server_url,
         api_key,
         scope,
-        lambda m: m.list(revision=revision, cursor=cursor, limit=limit),
+        lambda m: m.list(revision=revision, cursor=cursor, limit=limit, where=parsed),
     )
     output.print_entries(page, as_json)
 

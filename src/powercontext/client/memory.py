@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from powercontext.client import wire
 from powercontext.client.transport import AsyncTransport, SyncTransport
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.history import MemoryEntryHistory
 from powercontext.memory.models import (
     MemoryChangesPage,
@@ -67,9 +68,16 @@ class AsyncScopedMemoryClient:
         return await self._t.run(wire.history(self.scope_id, entry_id, revision))
 
     async def list(
-        self, *, revision: int | None = None, cursor: str | None = None, limit: int = 100
+        self,
+        *,
+        revision: int | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+        where: MemoryFilter | None = None,
     ) -> MemoryEntriesPage:
-        call = wire.list_entries(self.scope_id, revision=revision, cursor=cursor, limit=limit)
+        call = wire.list_entries(
+            self.scope_id, revision=revision, cursor=cursor, limit=limit, where=where
+        )
         return await self._t.run(call)
 
     async def changes(self, since_revision: int = 0, *, limit: int = 1000) -> MemoryChangesPage:
@@ -121,9 +129,16 @@ class SyncScopedMemoryClient:
         return self._t.run(wire.history(self.scope_id, entry_id, revision))
 
     def list(
-        self, *, revision: int | None = None, cursor: str | None = None, limit: int = 100
+        self,
+        *,
+        revision: int | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+        where: MemoryFilter | None = None,
     ) -> MemoryEntriesPage:
-        call = wire.list_entries(self.scope_id, revision=revision, cursor=cursor, limit=limit)
+        call = wire.list_entries(
+            self.scope_id, revision=revision, cursor=cursor, limit=limit, where=where
+        )
         return self._t.run(call)
 
     def changes(self, since_revision: int = 0, *, limit: int = 1000) -> MemoryChangesPage:

@@ -14,6 +14,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.history import MemoryEntryHistory
 from powercontext.memory.models import (
     ChannelScore,
@@ -187,9 +188,16 @@ def search(
 
 
 def list_entries(
-    scope_id: str, *, revision: int | None, cursor: str | None, limit: int
+    scope_id: str,
+    *,
+    revision: int | None,
+    cursor: str | None,
+    limit: int,
+    where: MemoryFilter | None = None,
 ) -> Call[MemoryEntriesPage]:
     body: dict[str, Any] = {"scope_id": scope_id, "limit": limit}
+    if where is not None:
+        body["filter"] = where.model_dump(mode="json", exclude_none=True)
     if revision is not None:
         body["revision"] = revision
     if cursor is not None:

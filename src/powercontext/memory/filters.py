@@ -40,13 +40,15 @@ class MetadataCondition(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    eq: Scalar | None = None
-    one_of: tuple[Scalar, ...] | None = Field(default=None, min_length=1, max_length=100)
-    gt: Bound | None = None
-    gte: Bound | None = None
-    lt: Bound | None = None
-    lte: Bound | None = None
-    exists: bool | None = None
+    eq: Scalar | None = Field(default=None, description="Equal to this JSON value.")
+    one_of: tuple[Scalar, ...] | None = Field(
+        default=None, min_length=1, max_length=100, description="Equal to one of these."
+    )
+    gt: Bound | None = Field(default=None, description="Greater than (number or string).")
+    gte: Bound | None = Field(default=None, description="At least (number or string).")
+    lt: Bound | None = Field(default=None, description="Less than (number or string).")
+    lte: Bound | None = Field(default=None, description="At most (number or string).")
+    exists: bool | None = Field(default=None, description="The key is present (or absent).")
 
     @model_validator(mode="after")
     def _not_empty(self) -> MetadataCondition:
@@ -61,12 +63,20 @@ class MemoryFilter(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kinds: tuple[Kind, ...] | None = Field(default=None, min_length=1, max_length=100)
-    metadata: dict[MetadataKey, MetadataCondition] = Field(
-        default_factory=dict, max_length=MAX_METADATA_CONDITIONS
+    kinds: tuple[Kind, ...] | None = Field(
+        default=None, min_length=1, max_length=100, description="The entry's kind is one of these."
     )
-    created_after: datetime | None = None
-    created_before: datetime | None = None
+    metadata: dict[MetadataKey, MetadataCondition] = Field(
+        default_factory=dict,
+        max_length=MAX_METADATA_CONDITIONS,
+        description="Conditions per top-level metadata key; all must hold.",
+    )
+    created_after: datetime | None = Field(
+        default=None, description="Written at or after this time (with a time zone)."
+    )
+    created_before: datetime | None = Field(
+        default=None, description="Written before this time (with a time zone)."
+    )
 
     @model_validator(mode="after")
     def _aware_times(self) -> MemoryFilter:

@@ -117,13 +117,16 @@ async def _search(memory: ScopedMemory, body: SearchRequest) -> BaseModel:
             revision=body.revision,
             min_similarity=body.min_similarity,
             min_score=body.min_score,
+            filter=body.filter,
         )
     )
     return search_response(page)
 
 
 async def _list(memory: ScopedMemory, body: ListEntriesRequest) -> BaseModel:
-    page = await memory.list(revision=body.revision, cursor=body.cursor, limit=body.limit)
+    page = await memory.list(
+        revision=body.revision, cursor=body.cursor, limit=body.limit, where=body.filter
+    )
     return EntriesPageModel.model_validate(page.model_dump())
 
 

@@ -225,6 +225,7 @@ async def search(body: SearchRequest, caller: Caller, request: Request) -> Respo
             revision=body.revision,
             min_similarity=body.min_similarity,
             min_score=body.min_score,
+            filter=body.filter,
         )
     )
     state = state_of(request)
@@ -244,7 +245,9 @@ async def search(body: SearchRequest, caller: Caller, request: Request) -> Respo
 )
 async def list_entries(body: ListEntriesRequest, caller: Caller, request: Request) -> Response:
     memory = scoped_memory(request, caller, body.scope_id)
-    page = await memory.list(revision=body.revision, cursor=body.cursor, limit=body.limit)
+    page = await memory.list(
+        revision=body.revision, cursor=body.cursor, limit=body.limit, where=body.filter
+    )
     return _json(page)
 
 

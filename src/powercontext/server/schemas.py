@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import (
     MAX_KIND_CHARS,
     MAX_METADATA_BYTES,
@@ -251,6 +252,13 @@ class SearchRequest(_Wire):
         description="Vector channel floor on cosine similarity, applied before fusion "
         "(default the deployment's POWERCONTEXT_SERVER_RUNTIME_SEARCH_MIN_SIMILARITY).",
     )
+    filter: MemoryFilter | None = Field(
+        default=None,
+        description="Only entries matching it are candidates, in every channel, before its "
+        "top-k: a filtered search returns `limit` hits whenever that many match. `kinds` (any "
+        "of), `metadata` (per top-level key: `eq`, `one_of`, `gt`/`gte`/`lt`/`lte`, `exists`; "
+        "JSON values compare by type), `created_after` (inclusive) / `created_before`.",
+    )
     min_score: float | None = Field(
         default=None,
         allow_inf_nan=False,
@@ -273,6 +281,9 @@ class ListEntriesRequest(_Wire):
         "and bound to this scope and revision (422 invalid_cursor otherwise).",
     )
     limit: int = _int_field(100, ge=1, le=1000, description="Entries per page.")
+    filter: MemoryFilter | None = Field(
+        default=None, description="Only entries matching it (see the search request)."
+    )
 
 
 class GetEntryRequest(_Wire):
