@@ -9,7 +9,13 @@ import typer
 
 from powercontext.cli import output, revision_commands
 from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
-from powercontext.cli.memory_options import Connection, Scope, memory_command, metadata_object
+from powercontext.cli.memory_options import (
+    Citation,
+    Connection,
+    Scope,
+    memory_command,
+    metadata_object,
+)
 from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.models import (
     RememberMemoryRequest,
@@ -118,9 +124,7 @@ def get(
 @app.command()
 @memory_command
 def retire(
-    citation: Annotated[
-        str, typer.Argument(help="The entry's current version, as REVISION:ENTRY_ID:VERSION_ID.")
-    ],
+    citation: Citation,
     scope: Scope,
     reason: Annotated[str | None, typer.Option(help="Recorded in the change log.")] = None,
     *,

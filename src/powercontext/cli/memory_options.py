@@ -19,6 +19,9 @@ from powercontext.memory.errors import MemoryValidationError
 T = TypeVar("T")
 
 Scope = Annotated[str, typer.Option("--scope", "-s", help="The scope id.")]
+Citation = Annotated[
+    str, typer.Argument(help="The entry's current version, as REVISION:ENTRY_ID:VERSION_ID.")
+]
 Local = Annotated[
     bool,
     typer.Option(

@@ -12,13 +12,16 @@ import typer
 
 from powercontext.cli import output
 from powercontext.cli.errors import fail_on_errors
-from powercontext.cli.memory_options import Connection, Scope, memory_command, metadata_object
+from powercontext.cli.memory_options import (
+    Citation,
+    Connection,
+    Scope,
+    memory_command,
+    metadata_object,
+)
 from powercontext.memory.history import entry_history
 from powercontext.memory.models import ReactivateMemoryRequest, ReviseMemoryRequest
 
-Citation = Annotated[
-    str, typer.Argument(help="The entry's current version, as REVISION:ENTRY_ID:VERSION_ID.")
-]
 Reason = Annotated[str | None, typer.Option(help="Recorded in the change log.")]
 ExpectedRevision = Annotated[
     int | None, typer.Option(help="Refuse unless the scope is at this revision.")
