@@ -10,15 +10,13 @@ import typer
 from powercontext.cli import output, revision_commands, scope_commands
 from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
 from powercontext.cli.memory_options import (
-    ApiKey,
-    AsJson,
+    Citation,
+    Connection,
     FilterOption,
-    Local,
     Scope,
-    ServerUrl,
     filter_object,
+    memory_command,
     metadata_object,
-    run,
 )
 from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.models import (
@@ -32,6 +30,7 @@ app = typer.Typer(help="Remember, search and manage the Memory of a scope.", no_
 
 
 @app.command()
+@memory_command
 def remember(
     text: Annotated[str, typer.Argument(help="The text to remember.")],
     scope: Scope,
@@ -41,10 +40,8 @@ def remember(
         int | None, typer.Option(help="Refuse unless the scope is at this revision.")
     ] = None,
     reason: Annotated[str | None, typer.Option(help="Recorded in the change log.")] = None,
-    local: Local = False,
-    server_url: ServerUrl = None,
-    api_key: ApiKey = None,
-    as_json: AsJson = False,
+    *,
+    connection: Connection,
 ) -> None:
     """Remember one entry."""
     with fail_on_errors():
@@ -55,11 +52,12 @@ def remember(
             expected_revision=expected_revision,
             reason=reason,
         )
-    result = run(local, server_url, api_key, scope, lambda m: m.remember(request))
-    output.print_write(result, as_json)
+    result = connection.run(scope, lambda m: m.remember(request))
+    output.print_write(result, connection.as_json)
 
 
 @app.command()
+@memory_command
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     scope: Scope,
@@ -69,10 +67,8 @@ def search(
         int | None, typer.Option(min=1, help="Search as of this revision (default the head).")
     ] = None,
     where: FilterOption = None,
-    local: Local = False,
-    server_url: ServerUrl = None,
-    api_key: ApiKey = None,
-    as_json: AsJson = False,
+    *,
+    connection: Connection,
 ) -> None:
     """Search a scope; prints the final hits."""
     with fail_on_errors():
@@ -83,8 +79,8 @@ def search(
             revision=revision,
             filter=filter_object(where),
         )
-    page = run(local, server_url, api_key, scope, lambda m: m.search(request))
-    output.print_search(page, as_json)
+    page = connection.run(scope, lambda m: m.search(request))
+    output.print_search(page, connection.as_json)
 
 
 def _mode(value: str) -> SearchMode:
@@ -100,31 +96,28 @@ def _mode(value: str) -> SearchMode:
 
 
 @app.command("list")
+@memory_command
 def list_entries(
     scope: Scope,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="Entries per page.")] = 100,
     cursor: Annotated[str | None, typer.Option(help="`next_cursor` of the last page.")] = None,
     revision: Annotated[int | None, typer.Option(help="List this revision (default head).")] = None,
     where: FilterOption = None,
-    local: Local = False,
-    server_url: ServerUrl = None,
-    api_key: ApiKey = None,
-    as_json: AsJson = False,
+    *,
+    connection: Connection,
 ) -> None:
     """List the active entries of a scope, oldest first."""
     with fail_on_errors():
         parsed = filter_object(where)
-    page = run(
-        local,
-        server_url,
-        api_key,
+    page = connection.run(
         scope,
         lambda m: m.list(revision=revision, cursor=cursor, limit=limit, where=parsed),
     )
-    output.print_entries(page, as_json)
+    output.print_entries(page, connection.as_json)
 
 
 @app.command()
+@memory_command
 def get(
     citation: Annotated[
         str,
@@ -137,46 +130,39 @@ def get(
     revision: Annotated[
         int | None, typer.Option(min=1, help="With an ENTRY_ID: read as of this revision.")
     ] = None,
-    local: Local = False,
-    server_url: ServerUrl = None,
-    api_key: ApiKey = None,
-    as_json: AsJson = False,
+    *,
+    connection: Connection,
 ) -> None:
     """Show the exact entry version a citation names, or an entry's version by its id."""
     if ":" not in citation and not citation.lstrip().startswith("{"):
-        found = run(
-            local, server_url, api_key, scope, lambda m: m.get_entry(citation, revision=revision)
-        )
-        output.print_entry(found, as_json)
+        found = connection.run(scope, lambda m: m.get_entry(citation, revision=revision))
+        output.print_entry(found, connection.as_json)
         return
     with fail_on_errors():
         cited = output.parse_citation(citation, scope)
-    entry = run(local, server_url, api_key, scope, lambda m: m.get(cited))
+    entry = connection.run(scope, lambda m: m.get(cited))
     if entry is None:
         output.print_error("not_found", "the citation names no entry version in this scope")
         raise typer.Exit(EXIT_FAILURE)
-    output.print_entry(entry, as_json)
+    output.print_entry(entry, connection.as_json)
 
 
 @app.command()
+@memory_command
 def retire(
-    citation: Annotated[
-        str, typer.Argument(help="The entry's current version, as REVISION:ENTRY_ID:VERSION_ID.")
-    ],
+    citation: Citation,
     scope: Scope,
     reason: Annotated[str | None, typer.Option(help="Recorded in the change log.")] = None,
-    local: Local = False,
-    server_url: ServerUrl = None,
-    api_key: ApiKey = None,
-    as_json: AsJson = False,
+    *,
+    connection: Connection,
 ) -> None:
     """Retire an entry (it stays citable, but is no longer found)."""
     with fail_on_errors():
         request = RetireMemoryRequest(
             citation=output.parse_citation(citation, scope), reason=reason
         )
-    result = run(local, server_url, api_key, scope, lambda m: m.retire(request))
-    output.print_write(result, as_json)
+    result = connection.run(scope, lambda m: m.retire(request))
+    output.print_write(result, connection.as_json)
 
 
 app.command()(revision_commands.revise)
