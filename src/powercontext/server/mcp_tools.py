@@ -22,11 +22,10 @@ from powercontext.memory.models import (
     RememberMemoryRequest,
     RetireMemoryRequest,
     ReviseMemoryRequest,
-    SearchMemoryRequest,
 )
 from powercontext.memory.scoped import ScopedMemory
 from powercontext.server.history import EntryByIdRequest, EntryHistoryModel, HistoryRequest
-from powercontext.server.routes import search_response
+from powercontext.server.routes import search_request, search_response
 from powercontext.server.schemas import (
     ChangesPageModel,
     ChangesRequest,
@@ -109,17 +108,7 @@ async def _remember_batch(memory: ScopedMemory, body: RememberBatchRequest) -> B
 
 
 async def _search(memory: ScopedMemory, body: SearchRequest) -> BaseModel:
-    page = await memory.search(
-        SearchMemoryRequest(
-            query=body.query,
-            limit=body.limit,
-            mode=body.mode,
-            revision=body.revision,
-            min_similarity=body.min_similarity,
-            min_score=body.min_score,
-            filter=body.filter,
-        )
-    )
+    page = await memory.search(search_request(body))
     return search_response(page)
 
 

@@ -135,6 +135,12 @@ def _citation(model: CitationModel) -> MemoryCitation:
     return MemoryCitation.model_validate(model.model_dump())
 
 
+def search_request(body: SearchRequest) -> SearchMemoryRequest:
+    """The runtime request of a v1 search body (the HTTP route and the MCP tool)."""
+    fields = body.model_dump(exclude={"scope_id", "include_rerank"})
+    return SearchMemoryRequest.model_validate(fields | {"filter": body.filter})
+
+
 def search_response(
     page: MemorySearchPage,
     include_rerank: Literal["none", "redacted"] = "none",
@@ -217,17 +223,7 @@ async def remember(
 )
 async def search(body: SearchRequest, caller: Caller, request: Request) -> Response:
     memory = scoped_memory(request, caller, body.scope_id)
-    page = await memory.search(
-        SearchMemoryRequest(
-            query=body.query,
-            limit=body.limit,
-            mode=body.mode,
-            revision=body.revision,
-            min_similarity=body.min_similarity,
-            min_score=body.min_score,
-            filter=body.filter,
-        )
-    )
+    page = await memory.search(search_request(body))
     state = state_of(request)
     assert page.rerank_status is not None, "the runtime always reports a status"
     state.metrics.observe_rerank_status(page.rerank_status)
