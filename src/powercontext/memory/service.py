@@ -7,12 +7,11 @@ lock: they read the head once and pass that exact revision to every later read.
 from __future__ import annotations
 
 import asyncio
-import random
-import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from powercontext.memory.commit import Planner, commit_planned
 from powercontext.memory.cursors import decode_cursor, encode_cursor
 from powercontext.memory.entries import entry_at, entry_from_stored
 from powercontext.memory.errors import (
@@ -23,7 +22,7 @@ from powercontext.memory.errors import (
     RevisionConflictError,
 )
 from powercontext.memory.filters import MemoryFilter
-from powercontext.memory.idempotency import check_body, claim_for, replay
+from powercontext.memory.idempotency import claim_for, replay
 from powercontext.memory.indexing import ProgressCallback, VectorIndexer
 from powercontext.memory.models import (
     MemoryChangesPage,
@@ -55,13 +54,6 @@ from powercontext.memory.scopes import ScopeSummary, scope_summaries
 from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.context import IndexSource, IndexTextConfig, fts_tokens
 from powercontext.memory.searching import run_search
-
-Planner = Callable[[], Awaitable[list[PlannedChange]]]
-COMMIT_RETRY_SECONDS = 30.0
-"""How long a write without expected_revision keeps retrying a lost CAS (another process
-committed first). A count would not do: with N writers sharing a database, losing 5 rounds in a
-row is routine, and the caller asked for 'whatever the head is', which always exists."""
-_BACKOFF_SECONDS = (0.001, 0.05)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,60 +140,6 @@ class MemoryService:
     def _batch_tokens(self, batch: Sequence[tuple[str, str, dict[str, object]]]) -> list[str]:
         sources = [IndexSource(kind=k, text=t, metadata=m) for k, t, m in batch]
         return fts_tokens(sources, self.config.index, self.config.analyzer)
-
-    async def _commit(
-        self,
-        scope_id: str,
-        expected_revision: int | None,
-        plan: Planner,
-        claim: IdempotencyClaim | None,
-    ) -> tuple[int, list[NewVersion], list[int]] | IdempotentWrite:
-        """Plan and commit under the scope lock; retry a lost CAS only when no revision was
-        expected (the caller asked for 'whatever the head is'). A write whose idempotency key
-        is recorded already returns that record instead (checked before each attempt)."""
-        async with self._lock(scope_id):
-            give_up = time.monotonic() + COMMIT_RETRY_SECONDS
-            attempts = 0
-            while True:
-                attempts += 1
-                if claim is not None:
-                    recorded = await self.store.idempotent_write(scope_id, claim.key)
-                    if recorded is not None:
-                        check_body(claim, recorded)
-                        return recorded
-                head = await self.store.head(scope_id)
-                if expected_revision is not None and expected_revision != (head or 0):
-                    raise RevisionConflictError(
-                        f"scope {scope_id!r} is at revision {head or 0}, "
-                        f"expected {expected_revision}",
-                        expected=expected_revision,
-                        actual=head or 0,
-                    )
-                changes = await plan()
-                try:
-                    result = await self.store.commit(scope_id, head, changes, idempotency=claim)
-                except RevisionConflictError:
-                    if claim is not None and (
-                        recorded := await self.store.idempotent_write(scope_id, claim.key)
-                    ):
-                        check_body(claim, recorded)  # another process committed this key
-                        return recorded
-                    if expected_revision is not None:
-                        raise
-                    if time.monotonic() >= give_up:
-                        raise RevisionConflictError(
-                            f"scope {scope_id!r} kept changing; gave up after {attempts} "
-                            f"attempts in {COMMIT_RETRY_SECONDS:g} s",
-                            expected=None,
-                            actual=None,
-                        ) from None
-                    # Jittered and growing: writers in other processes that lost the same
-                    # round must not collide again in lockstep.
-                    low, high = _BACKOFF_SECONDS
-                    await asyncio.sleep(random.uniform(low, min(high, low * 2**attempts)))
-                    continue
-                news = [c.new for c in changes if c.new is not None]
-                return result.revision, news, list(result.keys)
 
     async def remember_many(
         self, scope_id: str, requests: Sequence[RememberMemoryRequest]
@@ -310,7 +248,9 @@ class MemoryService:
     async def _write(
         self, scope_id: str, expected: int | None, plan: Planner, claim: IdempotencyClaim | None
     ) -> MemoryWriteResult:
-        committed = await self._commit(scope_id, expected, plan, claim)
+        committed = await commit_planned(
+            self.store, self._lock(scope_id), scope_id, expected, plan, claim
+        )
         if isinstance(committed, IdempotentWrite):
             return await replay(
                 self.store, scope_id, committed, await self.indexer.pending(scope_id)
