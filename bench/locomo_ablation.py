@@ -44,31 +44,37 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 CATEGORIES = ("multi-hop", "temporal", "open-domain", "single-hop")
 
-STOPWORDS = {"analyzer_drop_query_stopwords": True}
-DATE = {"index_template": "{text}\n{metadata[session_date]}"}
-CONTEXT = {
-    "index_context_before": 2,
-    "index_context_after": 2,
-    "index_context_group_key": "session",
+OLD_DEFAULTS = {
+    "analyzer_drop_query_stopwords": False,
+    "search_rrf_k": 60,
+    "index_context_before": 0,
+    "index_context_after": 0,
+    "index_event_date": False,
 }
-ALL = {**STOPWORDS, **DATE, **CONTEXT}
+"""The defaults before issue 17: every quality feature off."""
+STOPWORDS = {"analyzer_drop_query_stopwords": True}
+DATE = {"index_event_date": True}
+CONTEXT = {"index_context_before": 2, "index_context_after": 2}
+"""Contextual indexing by thread (the harness writes `thread` = the conversation's session)."""
 
 VARIANTS: dict[str, dict[str, Any]] = {
-    "baseline": {},
-    "+stopwords": STOPWORDS,
-    "+date": {**STOPWORDS, **DATE},
-    "+context fts only": {**STOPWORDS, **DATE, **CONTEXT, "index_context_vector": False},
-    "+context vector only": {**STOPWORDS, **DATE, **CONTEXT, "index_context_fts": False},
-    "all": ALL,
-    "all -stopwords": {**DATE, **CONTEXT},
-    "all -date": {**STOPWORDS, **CONTEXT},
-    "all, context +-1": {**ALL, "index_context_before": 1, "index_context_after": 1},
-    "all, context ungrouped": {**ALL, "index_context_group_key": None},
-    "all, rrf k=20": {**ALL, "search_rrf_k": 20},
-    "all, vector weight 0.7": {**ALL, "search_rrf_weight_vector": 0.7},
-    "all + clitics": {**ALL, "analyzer_strip_clitics": True},
-    "all, rrf k=20, clitics": {**ALL, "search_rrf_k": 20, "analyzer_strip_clitics": True},
-    "all, min similarity 0.2": {**ALL, "search_min_similarity": 0.2},
+    "old defaults": OLD_DEFAULTS,
+    "old + stopwords": {**OLD_DEFAULTS, **STOPWORDS},
+    "old + date": {**OLD_DEFAULTS, **DATE},
+    "old + context": {**OLD_DEFAULTS, **CONTEXT},
+    "old + rrf k=20": {**OLD_DEFAULTS, "search_rrf_k": 20},
+    "defaults": {},
+    "defaults -stopwords": {"analyzer_drop_query_stopwords": False},
+    "defaults -date": {"index_event_date": False},
+    "defaults -context": {"index_context_before": 0, "index_context_after": 0},
+    "defaults, rrf k=60": {"search_rrf_k": 60},
+    "defaults, rrf k=10": {"search_rrf_k": 10},
+    "defaults, context fts only": {"index_context_vector": False},
+    "defaults, context vector only": {"index_context_fts": False},
+    "defaults, context +-1": {"index_context_before": 1, "index_context_after": 1},
+    "defaults, context +-3": {"index_context_before": 3, "index_context_after": 3},
+    "defaults, vector weight 0.7": {"search_rrf_weight_vector": 0.7},
+    "defaults + clitics": {"analyzer_strip_clitics": True},
 }
 
 
@@ -78,6 +84,8 @@ class CachedDocumentEmbedder:
     def __init__(self, inner: EmbeddingModel, path: Path) -> None:
         self.inner = inner
         self.profile = inner.profile
+        self.texts = 0
+        """Document texts asked for (cached or not): the ingest's embedding cost."""
         self._db = sqlite3.connect(path)
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (digest TEXT PRIMARY KEY, v TEXT)")
 
@@ -85,6 +93,7 @@ class CachedDocumentEmbedder:
         return hashlib.sha256(f"{self.profile.profile_id}\0{text}".encode()).hexdigest()
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts += len(texts)
         digests = [self._digest(text) for text in texts]
         found: dict[str, list[float]] = {}
         for digest in set(digests):
@@ -120,7 +129,7 @@ def _scores(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 
 async def run_variant(
-    name: str, overrides: dict[str, Any], args: argparse.Namespace, embedder: EmbeddingModel
+    name: str, overrides: dict[str, Any], args: argparse.Namespace, embedder: CachedDocumentEmbedder
 ) -> dict[str, Any]:
     slug = "".join(c if c.isalnum() else "-" for c in name).strip("-")
     out = args.out / slug
@@ -132,16 +141,20 @@ async def run_variant(
         top_k=30,
         database_path=out / DATABASE_FILE,
     )
-    config = RunConfig(data=args.data, out=out, mode=args.mode, rerank="none")
+    config = RunConfig(data=args.data, out=out, mode=args.mode, rerank="none", write=args.write)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    texts_before = embedder.texts
     async with open_runtime(settings, embedding_model=embedder) as runtime_:
         outputs = await run_locomo(config, backend=InProcessBackend(runtime_), show_progress=False)
     elapsed = time.perf_counter() - started
-    records = {
-        sample: json.loads((out / "conversations" / f"{sample}.json").read_text())["records"]
+    payloads = {
+        sample: json.loads((out / "conversations" / f"{sample}.json").read_text())
         for sample in outputs.results["dataset"]["conversations"]
     }
+    records = {sample: payload["records"] for sample, payload in payloads.items()}
+    entries = sum(p["ingest"]["entries"] for p in payloads.values())
+    ingest_seconds = sum(p["ingest"].get("seconds", 0.0) for p in payloads.values())
     every = [r for rs in records.values() for r in rs]
     tune = [r for s in args.tune for r in records.get(s, [])]
     held = [r for s, rs in records.items() if s not in args.tune for r in rs]
@@ -154,6 +167,11 @@ async def run_variant(
         "held_out": _scores(held),
         "latency_ms": {"p50": latency["p50"], "p95": latency["p95"]},
         "run_seconds": elapsed,
+        "ingest": {
+            "entries": entries,
+            "entries_per_s": entries / ingest_seconds if ingest_seconds else None,
+            "embedded_texts_per_entry": (embedder.texts - texts_before) / max(entries, 1),
+        },
     }
 
 
@@ -200,6 +218,7 @@ async def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("locomo-ablation"))
     parser.add_argument("--variant", action="append", help="run only these (repeatable)")
     parser.add_argument("--mode", default="hybrid", choices=("hybrid", "fts", "vector"))
+    parser.add_argument("--write", default="turns", choices=("turns", "batch"))
     parser.add_argument("--tune", action="append", help="tuning sample ids (repeatable)")
     parser.add_argument("--list", action="store_true", help="print the variants and exit")
     args = parser.parse_args()

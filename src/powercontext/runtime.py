@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 from powercontext.config import ServerSettings, env_name
 from powercontext.memory.errors import ConfigurationError
+from powercontext.memory.indexing.context import IndexTextConfig
 from powercontext.memory.ports import EmbeddingModel, MemoryReranker, MemoryStore
 from powercontext.memory.rerank.cache import RerankCache
 from powercontext.memory.rerank.guard import GuardedReranker
 from powercontext.memory.search.analyze import AnalyzerConfig
-from powercontext.memory.search.context import IndexTextConfig
 from powercontext.memory.service import MemoryService, SearchConfig, SearchObserver
 
 log = logging.getLogger("powercontext.runtime")
@@ -77,6 +77,7 @@ def search_config(settings: ServerSettings) -> SearchConfig:
             context_fts=runtime.index_context_fts,
             context_vector=runtime.index_context_vector,
             context_neighbour_chars=runtime.index_context_neighbour_chars,
+            event_date=runtime.index_event_date,
         ),
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import numpy as np
 from powercontext import open_runtime
 from powercontext.inference.embeddings.hashing import HashingEmbedder
 from powercontext.memory import RememberMemoryRequest, ReviseMemoryRequest, SearchMemoryRequest
+from powercontext.memory.scoped import ScopedMemory
 from tests.integration.conftest import sqlite_settings
 
 CONTEXT = {
@@ -125,3 +127,57 @@ async def test_reindex_rebuilds_the_contextual_vectors_the_write_stored(tmp_path
         await plain.memory.for_scope("written").remember_many(_requests()[::-1])
         # the context is really in the vectors: without it the similarities differ
         assert {q: await _similarities(plain, "written", q) for q in queries} != written
+
+
+THREADED = [
+    ("s1", "Did you finally go on the canoe trip?"),
+    ("s1", "Yes, and the lake was freezing."),
+    ("s2", "The quarterly report is due on Monday."),
+    ("s1", "Next time we bring wetsuits."),
+    ("s2", "Marketing wants the numbers first."),
+    ("s1", "I will buy the paddles in June."),
+    ("s2", "Then we present on Friday."),
+]
+QUERIES = ("canoe", "lake wetsuits", "report numbers", "paddles june", "friday marketing")
+
+
+def _threaded() -> list[RememberMemoryRequest]:
+    return [
+        RememberMemoryRequest(
+            kind="turn",
+            text=text,
+            thread=thread,
+            occurred_at=datetime(2023, 5, 8 + i, tzinfo=UTC),
+            metadata={"i": i},
+        )
+        for i, (thread, text) in enumerate(THREADED)
+    ]
+
+
+async def _ranked(memory: ScopedMemory) -> list[list[tuple[int, float, tuple[str, ...]]]]:
+    ranked = []
+    for query in QUERIES:
+        for mode in ("fts", "vector", "hybrid"):
+            page = await memory.search(SearchMemoryRequest(query=query, mode=mode, limit=10))
+            ranked.append([(h.metadata["i"], round(h.score, 9), h.matched_by) for h in page.hits])
+    return ranked
+
+
+async def test_turn_by_turn_and_batch_writes_search_alike(tmp_path: Path) -> None:
+    """Contextual indexing by thread: the index of earlier turns is widened when a later
+    turn arrives, so writing a conversation turn by turn gives the batch's search results."""
+    async with open_runtime(sqlite_settings(tmp_path / "m.db", "hash")) as rt:
+        batch = rt.memory.for_scope("batch")
+        await batch.remember_many(_threaded())
+        turns = rt.memory.for_scope("turns")
+        for request in _threaded():
+            await turns.remember(request)
+            await turns.search(SearchMemoryRequest(query="canoe"))  # caches fill mid-way
+        expected = await _ranked(batch)
+        assert await _ranked(turns) == expected
+        # "freezing" (turn 1 of thread s1) reaches the s1 turns up to two places away
+        page = await turns.search(SearchMemoryRequest(query="freezing", mode="fts", limit=10))
+        assert {hit.metadata["i"] for hit in page.hits} == {0, 1, 3, 5}
+    # and again from a cold cache (the rewritten tokens are durable)
+    async with open_runtime(sqlite_settings(tmp_path / "m.db", "hash")) as rt:
+        assert await _ranked(rt.memory.for_scope("turns")) == expected

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from powercontext.memory.search.analyze import AnalyzerConfig, query_terms
-from powercontext.memory.search.context import (
+from powercontext.memory.indexing.context import (
     IndexSource,
     IndexTextConfig,
     embedding_inputs,
     fts_tokens,
     neighbourhoods,
 )
+from powercontext.memory.search.analyze import AnalyzerConfig, query_terms
 
 PLAIN = AnalyzerConfig(language=None)
 
@@ -21,6 +21,10 @@ def _batch(*rows: tuple[str, str | None]) -> list[IndexSource]:
         IndexSource(kind="turn", text=text, metadata={} if group is None else {"thread": group})
         for text, group in rows
     ]
+
+
+def _thread(*texts: str) -> list[IndexSource]:
+    return [IndexSource(kind="turn", text=text, metadata={}, thread="t") for text in texts]
 
 
 def test_off_by_default_tokens_are_the_analyzed_text() -> None:
@@ -49,10 +53,22 @@ def test_window_stays_inside_the_group_in_batch_order() -> None:
     assert fts_tokens(sources, config, PLAIN) == ["a0 a1", "b0 b1", "a1 a0 a2", "a2 a1", "b1 b0"]
 
 
-def test_without_a_group_key_the_batch_is_one_sequence() -> None:
+def test_without_a_thread_or_group_key_an_entry_has_no_neighbours() -> None:
+    # Contextual indexing is on by default; entries with neither stay indexed as before.
     sources = _batch(("a", "x"), ("b", "y"), ("c", None))
     config = IndexTextConfig(context_before=1)
-    assert neighbourhoods(sources, config) == [([], []), ([0], []), ([1], [])]
+    assert neighbourhoods(sources, config) == [([], []), ([], []), ([], [])]
+
+
+def test_the_thread_groups_neighbours_before_any_metadata_key() -> None:
+    sources = [
+        IndexSource("turn", "a", {"g": 1}, thread="t"),
+        IndexSource("turn", "b", {"g": 1}),
+        IndexSource("turn", "c", {"g": 2}, thread="t"),
+        IndexSource("turn", "d", {"g": 1}),
+    ]
+    config = IndexTextConfig(context_before=1, context_after=1, context_group_key="g")
+    assert neighbourhoods(sources, config) == [([], [2]), ([], [3]), ([0], []), ([1], [])]
 
 
 def test_entries_lacking_the_group_key_get_no_neighbours() -> None:
@@ -88,7 +104,7 @@ def test_a_lone_entry_embeds_as_itself_even_with_context_on() -> None:
 
 
 def test_channels_can_take_context_separately() -> None:
-    sources = _batch(("a", None), ("b", None))
+    sources = _thread("a", "b")
     fts_only = IndexTextConfig(context_before=1, context_vector=False)
     vector_only = IndexTextConfig(context_before=1, context_fts=False)
     assert fts_tokens(sources, fts_only, PLAIN) == ["a", "b a"]
@@ -98,14 +114,14 @@ def test_channels_can_take_context_separately() -> None:
 
 
 def test_neighbours_are_cut_but_the_entry_is_not() -> None:
-    sources = _batch(("x" * 20, None), ("own " * 10, None))
+    sources = _thread("x" * 20, "own " * 10)
     config = IndexTextConfig(context_before=1, context_neighbour_chars=5)
     assert embedding_inputs(sources, config)[1] == ("own " * 10, "xxxxx\n" + "own " * 10)
     assert fts_tokens(sources, config, PLAIN)[1] == "own " * 9 + "own xxxxx"
 
 
 def test_neighbour_words_are_stemmed_like_the_query() -> None:
-    sources = _batch(("we went hiking", None), ("it was lovely", None))
+    sources = _thread("we went hiking", "it was lovely")
     config = IndexTextConfig(context_before=1)
     tokens = fts_tokens(sources, config, AnalyzerConfig())[1].split()
     assert set(query_terms("hikes")) <= set(tokens)

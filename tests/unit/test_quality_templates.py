@@ -6,7 +6,7 @@ import pytest
 
 from powercontext.config import RuntimeConfig, ServerSettings
 from powercontext.memory.errors import ConfigurationError
-from powercontext.memory.search.templates import TemplateError, render, validate_template
+from powercontext.memory.indexing.templates import TemplateError, render, validate_template
 
 
 def test_default_template_is_the_text_unchanged() -> None:

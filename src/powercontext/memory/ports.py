@@ -39,6 +39,13 @@ class StoredVersion:
     created_at: datetime
     added_revision: int
     removed_revision: int | None
+    thread: str | None = None
+    occurred_at: datetime | None = None
+    """As written; None when the caller gave none (the event time is then `created_at`)."""
+
+    @property
+    def event_time(self) -> datetime:
+        return self.occurred_at or self.created_at
 
     def active_at(self, revision: int) -> bool:
         return self.added_revision <= revision and (
@@ -56,6 +63,8 @@ class NewVersion:
     metadata: dict[str, Any]
     index_tokens: str
     """Space-joined analyzer tokens the full-text channel indexes (see search.analyze)."""
+    thread: str | None = None
+    occurred_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +155,16 @@ class MemoryStore(Protocol):
         self, scope_id: str, profile_id: str, *, limit: int
     ) -> list[StoredVersion]:
         """Versions active at the head with no vector of `profile_id`, ascending by key."""
+        ...
+
+    async def thread_tail(self, scope_id: str, thread: str, *, limit: int) -> list[StoredVersion]:
+        """The last `limit` first versions (version 1) of `thread` active at the head, ascending
+        by key: the thread's entries in write order, for contextual indexing."""
+        ...
+
+    async def rewrite_index_tokens(self, scope_id: str, items: Sequence[tuple[int, str]]) -> None:
+        """Replace the full-text tokens of stored versions (derived data: no revision is made,
+        the text is untouched). Unknown keys raise NotFoundError."""
         ...
 
     async def put_vectors(

@@ -7,6 +7,7 @@ lock: they read the head once and pass that exact revision to every later read.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,9 @@ from powercontext.memory.errors import (
     PayloadTooLargeError,
     RevisionConflictError,
 )
-from powercontext.memory.indexing import ProgressCallback, VectorIndexer
+from powercontext.memory.indexing.context import IndexSource, IndexTextConfig, fts_tokens
+from powercontext.memory.indexing.threads import WriteIndex, plan_write, tail_length
+from powercontext.memory.indexing.vectors import ProgressCallback, VectorIndexer
 from powercontext.memory.models import (
     MemoryChangesPage,
     MemoryCitation,
@@ -43,11 +46,11 @@ from powercontext.memory.ports import (
 )
 from powercontext.memory.scoped import ScopedMemory, validate_scope_id
 from powercontext.memory.search.analyze import AnalyzerConfig
-from powercontext.memory.search.context import IndexSource, IndexTextConfig, fts_tokens
 from powercontext.memory.searching import run_search
 
 Planner = Callable[[], Awaitable[list[PlannedChange]]]
 _CAS_ATTEMPTS = 5
+log = logging.getLogger("powercontext.memory")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,16 @@ class SearchObservation:
 SearchObserver = Callable[[SearchObservation], None]
 
 
+def _source(version: StoredVersion) -> IndexSource:
+    return IndexSource(
+        kind=version.kind,
+        text=version.text,
+        metadata=version.metadata,
+        thread=version.thread,
+        occurred_at=version.occurred_at,
+    )
+
+
 def _entry(scope_id: str, revision: int, stored: StoredVersion) -> MemoryEntry:
     ref = MemoryRef(scope_id=scope_id, revision=revision)
     return MemoryEntry(
@@ -94,6 +107,8 @@ def _entry(scope_id: str, revision: int, stored: StoredVersion) -> MemoryEntry:
         metadata=stored.metadata,
         created_at=stored.created_at,
         active=stored.removed_revision is None,
+        thread=stored.thread,
+        occurred_at=stored.event_time,
     )
 
 
@@ -129,28 +144,43 @@ class MemoryService:
         self,
         entry_id: str,
         version: int,
-        kind: str,
-        text: str,
-        metadata: dict[str, object],
+        source: IndexSource,
         tokens: str | None = None,
     ) -> NewVersion:
-        """`tokens` comes from the whole batch when the index uses neighbouring entries;
-        a lone version (revise, reactivate) is its own batch."""
+        """`tokens` comes from the thread or batch when the index uses neighbouring entries; a
+        lone version (revise, reactivate) is indexed alone and is nobody's neighbour."""
         if tokens is None:
-            (tokens,) = self._batch_tokens([(kind, text, metadata)])
+            alone = IndexSource(
+                kind=source.kind,
+                text=source.text,
+                metadata=source.metadata,
+                occurred_at=source.occurred_at,
+            )
+            (tokens,) = fts_tokens([alone], self.config.index, self.config.analyzer)
         return NewVersion(
             entry_id=entry_id,
             entry_version_id=uuid.uuid4().hex,
             version=version,
-            kind=kind,
-            text=text,
-            metadata=dict(metadata),
+            kind=source.kind,
+            text=source.text,
+            metadata=dict(source.metadata),
             index_tokens=tokens,
+            thread=source.thread,
+            occurred_at=source.occurred_at,
         )
 
-    def _batch_tokens(self, batch: Sequence[tuple[str, str, dict[str, object]]]) -> list[str]:
-        sources = [IndexSource(kind=k, text=t, metadata=m) for k, t, m in batch]
-        return fts_tokens(sources, self.config.index, self.config.analyzer)
+    async def _thread_tails(
+        self, scope_id: str, sources: Sequence[IndexSource]
+    ) -> list[tuple[int, IndexSource]]:
+        """The stored tail of every thread the batch writes to, each in write order."""
+        limit = tail_length(self.config.index)
+        if limit == 0:
+            return []
+        tails: list[tuple[int, IndexSource]] = []
+        for thread in dict.fromkeys(s.thread for s in sources if s.thread is not None):
+            for stored in await self.store.thread_tail(scope_id, thread, limit=limit):
+                tails.append((stored.key, _source(stored)))
+        return tails
 
     async def _commit(
         self,
@@ -199,21 +229,33 @@ class MemoryService:
         if len(expected) > 1:
             raise MemoryValidationError("entries of one batch must share one expected_revision")
 
-        tokens = self._batch_tokens([(r.kind, r.text, r.metadata) for r in requests])
+        sources = [
+            IndexSource(
+                kind=r.kind,
+                text=r.text,
+                metadata=r.metadata,
+                thread=r.thread,
+                occurred_at=r.occurred_at,
+            )
+            for r in requests
+        ]
+        planned: list[WriteIndex] = []
 
         async def plan() -> list[PlannedChange]:
+            # Read under the scope lock, so the tail is the one this commit extends.
+            tails = await self._thread_tails(scope_id, sources)
+            index = plan_write(tails, sources, self.config.index, self.config.analyzer)
+            planned[:] = [index]
             return [
                 PlannedChange(
                     op="add",
-                    new=self._new_version(
-                        uuid.uuid4().hex, 1, r.kind, r.text, r.metadata, tokens=batch_tokens
-                    ),
+                    new=self._new_version(uuid.uuid4().hex, 1, source, tokens=tokens),
                     reason=r.reason,
                 )
-                for r, batch_tokens in zip(requests, tokens, strict=True)
+                for r, source, tokens in zip(requests, sources, index.tokens, strict=True)
             ]
 
-        return await self._write(scope_id, requests[0].expected_revision, plan)
+        return await self._write(scope_id, requests[0].expected_revision, plan, lambda: planned[0])
 
     async def _current(self, scope_id: str, citation: MemoryCitation) -> StoredVersion:
         if citation.memory_ref.scope_id != scope_id:
@@ -238,9 +280,13 @@ class MemoryService:
             new = self._new_version(
                 current.entry_id,
                 current.version + 1,
-                request.kind or current.kind,
-                request.text,
-                current.metadata if request.metadata is None else request.metadata,
+                IndexSource(
+                    kind=request.kind or current.kind,
+                    text=request.text,
+                    metadata=current.metadata if request.metadata is None else request.metadata,
+                    thread=current.thread,
+                    occurred_at=current.occurred_at,
+                ),
             )
             return [
                 PlannedChange(
@@ -275,16 +321,26 @@ class MemoryService:
             current = await self._current(scope_id, request.citation)
             if current.removed_revision is None:
                 raise MemoryValidationError(f"entry {current.entry_id!r} is active already")
-            new = self._new_version(
-                current.entry_id, current.version + 1, current.kind, current.text, current.metadata
-            )
+            new = self._new_version(current.entry_id, current.version + 1, _source(current))
             return [PlannedChange(op="reactivate", new=new, reason=request.reason)]
 
         return await self._write(scope_id, request.expected_revision, plan)
 
-    async def _write(self, scope_id: str, expected: int | None, plan: Planner) -> MemoryWriteResult:
+    async def _write(
+        self,
+        scope_id: str,
+        expected: int | None,
+        plan: Planner,
+        planned: Callable[[], WriteIndex] | None = None,
+    ) -> MemoryWriteResult:
         revision, news, keys = await self._commit(scope_id, expected, plan)
-        pending = await self.indexer.embed_new(scope_id, list(zip(keys, news, strict=True)))
+        if planned is None:  # revise, reactivate: one version, indexed alone
+            pending = await self.indexer.embed_new(scope_id, list(zip(keys, news, strict=True)))
+        else:
+            index = planned()
+            await self._rewrite_neighbours(scope_id, index)
+            new = list(zip(keys, index.embeddings, strict=True))
+            pending = await self.indexer.embed_items(scope_id, new, index.re_embed)
         stored = await self.store.fetch_versions(scope_id, keys)
         entries = tuple(_entry(scope_id, revision, stored[key]) for key in keys)
         return MemoryWriteResult(
@@ -292,6 +348,20 @@ class MemoryService:
             entries=entries,
             vectors_pending=pending,
         )
+
+    async def _rewrite_neighbours(self, scope_id: str, index: WriteIndex) -> None:
+        """The earlier entries' tokens: derived data, so a failure leaves the write standing
+        (their tokens lack the new neighbour until `reindex --rebuild`)."""
+        if not index.rewrites:
+            return
+        try:
+            await self.store.rewrite_index_tokens(scope_id, index.rewrites)
+        except Exception as exc:
+            log.warning(
+                "rewriting the tokens of %d neighbours failed after commit (%s)",
+                len(index.rewrites),
+                type(exc).__name__,
+            )
 
     # ---- embeddings ------------------------------------------------------------------------
 

@@ -119,7 +119,18 @@ _V1 = (
     """,
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+# Issue 17: the thread an entry belongs to and when its event happened; contextual indexing
+# reads a thread's first versions in key (write) order.
+_V2 = (
+    "ALTER TABLE entry_versions ADD COLUMN thread text",
+    "ALTER TABLE entry_versions ADD COLUMN occurred_at timestamptz",
+    """
+    CREATE INDEX entry_versions_by_thread ON entry_versions (scope_id, thread, key)
+    WHERE thread IS NOT NULL
+    """,
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 """MIGRATIONS[i] brings the schema from version i to version i + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -323,6 +323,16 @@ class PostgresMemoryStore:
             self._missing_from.remember((scope_id, profile_id), found[0].key)
         return found
 
+    async def thread_tail(self, scope_id: str, thread: str, *, limit: int) -> list[StoredVersion]:
+        async with self._connection("reading a thread") as conn:
+            return await reads.thread_tail(conn, scope_id, thread, limit)
+
+    async def rewrite_index_tokens(self, scope_id: str, items: Sequence[tuple[int, str]]) -> None:
+        if not items:
+            return
+        async with self._connection(f"rewriting the tokens of {len(items)} versions") as conn:
+            await writes.rewrite_tokens(conn, scope_id, items)
+
     async def put_vectors(
         self, scope_id: str, profile_id: str, items: Sequence[tuple[int, Vector]]
     ) -> None:

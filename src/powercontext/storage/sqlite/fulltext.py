@@ -16,6 +16,12 @@ Each row's distinct term ids are kept too (one int32 per distinct token), so a c
 tokens, which the admission rule needs, come from memory; reading them back from FTS5 was a
 third of a warm query.
 
+A version's tokens can be rewritten after its insert (contextual indexing: a later entry of
+its thread became its neighbour). `fts_rewrites` names such versions; each refresh replays
+the rows newer than the last `seq` it saw, replacing the cached row's term frequencies, length
+and token set. A term the new tokens lack keeps its posting at frequency 0, so its document
+frequency can overcount by the rewritten rows (contextual rewrites only ever add words).
+
 Statistics (document count, average length, document frequencies) cover every cached
 version of the scope, retired ones included, like FTS5's cover the whole table: the ranking
 is BM25-like and stable, while the revision mask decides exactly which versions are returned.
@@ -85,6 +91,9 @@ class ScopeTerms:
         self.token_end: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.last_key = 0
         self.last_head = 0
+        self.last_rewrite = 0
+        self._rewritten: dict[int, npt.NDArray[np.int32]] = {}
+        """Distinct term ids of rows whose tokens were rewritten after they were cached."""
         self._inactive: tuple[int, npt.NDArray[np.int64]] | None = None
         self._weights: dict[str, npt.NDArray[np.float32]] = {}
 
@@ -94,8 +103,61 @@ class ScopeTerms:
             "SELECT head_revision FROM scopes WHERE scope_id = ?", (self.scope_id,)
         ).fetchone()
         head = int(head_row[0]) if head_row else 0
-        if head <= self.last_head:
-            return
+        rewrite_row = conn.execute(
+            "SELECT max(seq) FROM fts_rewrites WHERE scope_id = ?", (self.scope_id,)
+        ).fetchone()
+        rewrite = int(rewrite_row[0]) if rewrite_row and rewrite_row[0] is not None else 0
+        cached = self.last_key
+        if head > self.last_head:
+            self._catch_up(conn, head)
+        if rewrite > self.last_rewrite:
+            self._replay_rewrites(conn, rewrite, cached)
+
+    def _replay_rewrites(self, conn: sqlite3.Connection, upto: int, cached: int) -> None:
+        """Rows cached before this refresh take their rewritten tokens; rows the catch-up just
+        read (keys above `cached`) already hold them in this snapshot."""
+        rows = conn.execute(
+            "SELECT r.key, f.tokens FROM fts_rewrites r JOIN entry_fts f ON f.rowid = r.key "
+            "WHERE r.scope_id = ? AND r.seq > ? AND r.seq <= ? AND r.key <= ? ORDER BY r.seq",
+            (self.scope_id, self.last_rewrite, upto, cached),
+        ).fetchall()
+        for key, tokens in rows:
+            position = int(np.searchsorted(self.keys[: self.size], key))
+            if position < self.size and int(self.keys[position]) == key:
+                self._rewrite_row(position, tokens.split())
+        self.last_rewrite = upto
+        if rows:
+            self._weights.clear()
+
+    def _rewrite_row(self, row: int, tokens: list[str]) -> None:
+        counts: dict[str, int] = {}
+        for token in tokens:
+            counts[token] = counts.get(token, 0) + 1
+        for term in self.tokens(row) - counts.keys():
+            self._set_tf(self.terms[term], row, 0.0)
+        ids = []
+        for term, tf in counts.items():
+            postings = self.terms.get(term)
+            if postings is None:
+                postings = self.terms[term] = _Postings()
+                self.term_ids[term] = len(self.names)
+                self.names.append(term)
+            if not self._set_tf(postings, row, float(tf)):
+                postings.extend(np.array([row], dtype=np.int32), np.array([tf], dtype=np.float32))
+            ids.append(self.term_ids[term])
+        self._rewritten[row] = np.asarray(ids, dtype=np.int32)
+        self.total_length += len(tokens) - float(self.lengths[row])
+        self.lengths[row] = len(tokens)
+
+    @staticmethod
+    def _set_tf(postings: _Postings, row: int, tf: float) -> bool:
+        found = np.flatnonzero(postings.rows[: postings.size] == row)
+        if found.size == 0:
+            return False
+        postings.tfs[found[0]] = tf
+        return True
+
+    def _catch_up(self, conn: sqlite3.Connection, head: int) -> None:
         cursor = conn.execute(
             "SELECT v.key, v.added_revision, v.removed_revision, f.tokens "
             "FROM entry_versions v JOIN entry_fts f ON f.rowid = v.key "
@@ -170,8 +232,11 @@ class ScopeTerms:
         self.token_used = used
 
     def tokens(self, row: int) -> frozenset[str]:
-        first = int(self.token_end[row - 1]) if row else 0
         names = self.names
+        rewritten = self._rewritten.get(row)
+        if rewritten is not None:
+            return frozenset(names[i] for i in rewritten.tolist())
+        first = int(self.token_end[row - 1]) if row else 0
         return frozenset(
             names[i] for i in self.row_tokens[first : int(self.token_end[row])].tolist()
         )

@@ -187,6 +187,24 @@ class SqliteMemoryStore:
             "listing versions without vectors",
         )
 
+    async def thread_tail(self, scope_id: str, thread: str, *, limit: int) -> list[StoredVersion]:
+        return await self._read(
+            lambda conn: reads.thread_tail(conn, scope_id, thread, limit), "reading a thread"
+        )
+
+    async def rewrite_index_tokens(self, scope_id: str, items: Sequence[tuple[int, str]]) -> None:
+        pending = list(items)
+        if not pending:
+            return
+
+        def run() -> None:
+            self._pool.write(
+                lambda conn: writes.rewrite_tokens(conn, scope_id, pending),
+                f"rewriting the tokens of {len(pending)} versions",
+            )
+
+        await asyncio.to_thread(run)
+
     async def put_vectors(
         self, scope_id: str, profile_id: str, items: Sequence[tuple[int, Vector]]
     ) -> None:

@@ -3,23 +3,25 @@
 A failed embedding leaves the vector pending; `auto` search stays on fts for that scope until
 `reindex` fills the gap, and explicit vector modes say so instead of degrading.
 
-What is embedded comes from `search.context`: the entry's template-rendered text and, with
-contextual indexing, its neighbourhood in the batch that wrote it. `reindex` rebuilds that
-batch from the store (the versions one revision added, ascending by key), so a vector
-filled in later is the vector the write would have stored; a neighbour retired since is
-left out, because reindex sees the batch as it stands at the head.
+What is embedded comes from `indexing.context`: the entry's rendered text and, with
+contextual indexing, its neighbourhood: its thread's entries in write order, or (without a
+thread) its batch. `reindex` rebuilds that sequence from the store (a thread's first versions
+ascending by key; a batch is the versions one revision added), so a vector filled in later
+is the vector the writes would have stored; a neighbour retired since is left out, because
+reindex sees the sequence as it stands at the head.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import numpy as np
 
 from powercontext.memory.errors import CapabilityNotSupportedError
+from powercontext.memory.indexing.context import IndexSource, IndexTextConfig, embedding_inputs
+from powercontext.memory.indexing.threads import EmbeddingItem
 from powercontext.memory.ports import EmbeddingModel, MemoryStore, NewVersion, StoredVersion, Vector
-from powercontext.memory.search.context import IndexSource, IndexTextConfig, embedding_inputs
 from powercontext.memory.vectors import unit_vector
 
 log = logging.getLogger("powercontext.memory")
@@ -29,11 +31,15 @@ _REINDEX_PAGE = 1024
 _REINDEX_ROUND = 50_000
 """Missing vectors handled per pass over the scope when context must be rebuilt."""
 
-EmbeddingItem = tuple[int, tuple[str, ...]]
-
 
 def _source(version: NewVersion | StoredVersion) -> IndexSource:
-    return IndexSource(kind=version.kind, text=version.text, metadata=version.metadata)
+    return IndexSource(
+        kind=version.kind,
+        text=version.text,
+        metadata=version.metadata,
+        thread=version.thread,
+        occurred_at=version.occurred_at,
+    )
 
 
 def _unit_mean(parts: Sequence[Vector]) -> Vector:
@@ -63,10 +69,20 @@ class VectorIndexer:
         return [(key, texts) for (key, _), texts in zip(keyed, inputs, strict=True)]
 
     async def embed_new(self, scope_id: str, items: Sequence[tuple[int, NewVersion]]) -> int:
-        """Embed freshly committed versions; returns how many vectors are still pending."""
-        if self.embedder is None or not items:
+        """Embed freshly committed versions as one batch; returns how many are still pending."""
+        return await self.embed_items(scope_id, self._items(items))
+
+    async def embed_items(
+        self,
+        scope_id: str,
+        new: Sequence[EmbeddingItem],
+        refreshed: Sequence[EmbeddingItem] = (),
+    ) -> int:
+        """Embed new versions, then re-embed stored ones whose neighbourhood changed; returns
+        how many new versions still lack a vector."""
+        if self.embedder is None or not (new or refreshed):
             return 0
-        work = self._items(items)
+        work = [*new, *refreshed]
         done = 0
 
         def count(finished: int, _total: int) -> None:
@@ -78,10 +94,10 @@ class VectorIndexer:
         except Exception as exc:  # any provider failure: the text write stands
             log.warning(
                 "embedding failed after commit; %d vectors pending (%s)",
-                len(work) - done,
+                max(len(new) - done, 0),
                 type(exc).__name__,
             )
-        return len(work) - done
+        return max(len(new) - done, 0)
 
     async def _embed_and_store(
         self,
@@ -153,30 +169,41 @@ class VectorIndexer:
     async def _contextual_items(
         self, scope_id: str, missing: Sequence[StoredVersion]
     ) -> list[EmbeddingItem]:
-        """Embedding inputs of `missing`, each built within its whole write batch.
+        """Embedding inputs of `missing`, each built within its whole sequence.
 
-        One pass over the scope's active versions collects the batch peers (same added
-        revision) of every missing version; each batch is then rendered as the write did.
+        One pass over the scope's active versions collects the thread peers (first versions of
+        the same thread) or, for an entry without a thread, the batch peers (same added
+        revision) of every missing version; each sequence is then rendered as the writes did.
         """
         wanted = {v.key for v in missing}
-        revisions = {v.added_revision for v in missing}
+        threads = {v.thread for v in missing if v.thread is not None and v.version == 1}
+        revisions = {v.added_revision for v in missing if v.thread is None}
+        sequences: dict[object, list[StoredVersion]] = {}
+        async for row in self._active_versions(scope_id):
+            if row.thread is not None and row.version == 1 and row.thread in threads:
+                sequences.setdefault(("thread", row.thread), []).append(row)
+            elif row.thread is None and row.added_revision in revisions:
+                sequences.setdefault(("batch", row.added_revision), []).append(row)
+        work: list[EmbeddingItem] = []
+        for peers in sequences.values():
+            work.extend(
+                item for item in self._items([(v.key, v) for v in peers]) if item[0] in wanted
+            )
+        covered = {key for key, _ in work}
+        # A revised version of a thread entry is indexed alone, as its write did.
+        work.extend(self._items([(v.key, v)])[0] for v in missing if v.key not in covered)
+        return work
+
+    async def _active_versions(self, scope_id: str) -> AsyncIterator[StoredVersion]:
+        """Every version active at the head, ascending by key."""
         head = await self.store.head(scope_id)
-        batches: dict[int, list[StoredVersion]] = {}
         after: int | None = None
         while head is not None:
             rows = await self.store.list_versions(
                 scope_id, head, after_key=after, limit=_REINDEX_PAGE
             )
             if not rows:
-                break
+                return
             for row in rows:
-                if row.added_revision in revisions:
-                    batches.setdefault(row.added_revision, []).append(row)
+                yield row
             after = rows[-1].key
-        work: list[EmbeddingItem] = []
-        for revision in sorted(batches):
-            peers = sorted(batches[revision], key=lambda version: version.key)
-            work.extend(
-                item for item in self._items([(v.key, v) for v in peers]) if item[0] in wanted
-            )
-        return work

@@ -1,0 +1,65 @@
+"""What one write changes in the index: the new entries' tokens and embedding inputs, and the
+stored neighbours whose derived index a new entry of their thread widens.
+
+Tokens and vectors are derived data, not the revision: when entry n+1 of a thread arrives,
+entries n-1 and n (with a window of 2 after) gain it as a neighbour, so their tokens are
+rewritten and their vectors re-embedded in place. Built from the thread's stored tail followed
+by the new entries, the result equals what one batch of the whole thread would have indexed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from powercontext.memory.indexing.context import (
+    IndexSource,
+    IndexTextConfig,
+    embedding_inputs,
+    fts_tokens,
+    neighbourhoods,
+)
+from powercontext.memory.search.analyze import AnalyzerConfig
+
+EmbeddingItem = tuple[int, tuple[str, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteIndex:
+    tokens: list[str]
+    """Full-text tokens of each new source, in order."""
+    embeddings: list[tuple[str, ...]]
+    """Embedding inputs of each new source, in order."""
+    rewrites: list[tuple[int, str]]
+    """(key, tokens) of stored neighbours whose tokens the new entries widen."""
+    re_embed: list[EmbeddingItem]
+    """(key, embedding inputs) of stored neighbours whose vectors the new entries change."""
+
+
+def tail_length(config: IndexTextConfig) -> int:
+    """Stored entries of a thread a write must read: the `after` entries it widens, and the
+    `before` neighbours each of those has."""
+    return config.context_before + config.context_after if config.contextual else 0
+
+
+def plan_write(
+    stored: Sequence[tuple[int, IndexSource]],
+    new: Sequence[IndexSource],
+    config: IndexTextConfig,
+    analyzer: AnalyzerConfig,
+) -> WriteIndex:
+    """`stored`: the threads' stored tails (key, source), each in key order, before `new`."""
+    combined = [source for _, source in stored] + list(new)
+    count = len(stored)
+    tokens = fts_tokens(combined, config, analyzer)
+    inputs = embedding_inputs(combined, config)
+    widened = [
+        position
+        for position, (_, after) in enumerate(neighbourhoods(combined, config)[:count])
+        if any(other >= count for other in after)
+    ]
+    rewrites = [(stored[p][0], tokens[p]) for p in widened] if config.context_fts else []
+    re_embed = [(stored[p][0], inputs[p]) for p in widened] if config.context_vector else []
+    return WriteIndex(
+        tokens=tokens[count:], embeddings=inputs[count:], rewrites=rewrites, re_embed=re_embed
+    )
