@@ -85,6 +85,12 @@ def remember(
         int | None, typer.Option(help="Refuse unless the scope is at this revision.")
     ] = None,
     reason: Annotated[str | None, typer.Option(help="Recorded in the change log.")] = None,
+    thread: Annotated[
+        str | None, typer.Option(help="The conversation, session or document it belongs to.")
+    ] = None,
+    occurred_at: Annotated[
+        str | None, typer.Option(help="When the event happened (ISO 8601; default: now).")
+    ] = None,
     local: Local = False,
     server_url: ServerUrl = None,
     api_key: ApiKey = None,
@@ -92,12 +98,17 @@ def remember(
 ) -> None:
     """Remember one entry."""
     with fail_on_errors():
-        request = RememberMemoryRequest(
-            kind=kind,
-            text=text,
-            metadata=_metadata(metadata),
-            expected_revision=expected_revision,
-            reason=reason,
+        # model_validate parses --occurred-at exactly as the HTTP API does.
+        request = RememberMemoryRequest.model_validate(
+            {
+                "kind": kind,
+                "text": text,
+                "metadata": _metadata(metadata),
+                "expected_revision": expected_revision,
+                "reason": reason,
+                "thread": thread,
+                "occurred_at": occurred_at,
+            }
         )
     result = _run(local, server_url, api_key, scope, lambda m: m.remember(request))
     output.print_write(result, as_json)

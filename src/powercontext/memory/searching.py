@@ -133,6 +133,8 @@ async def _hits(
             metadata=row.metadata,
             score=f.score,
             matched_by=f.matched_by,
+            thread=row.thread,
+            occurred_at=row.event_time,
         )
         for f in fused
         if (row := stored.get(f.key)) is not None

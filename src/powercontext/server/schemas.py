@@ -24,12 +24,14 @@ from powercontext.memory.models import (
     EntryText,
     Kind,
     Metadata,
+    OccurredAt,
     QueryText,
     Reason,
     RerankStatus,
     ResolvedMode,
     ScopeId,
     SearchMode,
+    Thread,
 )
 
 MAX_ID_CHARS = 128
@@ -121,6 +123,21 @@ class RememberEntryModel(_Wire):
     text: EntryText = Field(min_length=1, max_length=MAX_TEXT_BYTES, description=_TEXT)
     metadata: Metadata = Field(default_factory=dict, description=_METADATA)
     reason: Reason | None = _reason_field()
+    thread: Thread | None = Field(
+        default=None,
+        description=(
+            "The conversation, session or document the entry belongs to (at most 256 "
+            "characters). Entries of one thread are indexed with their neighbours in write "
+            "order, whether written in one batch or one call at a time."
+        ),
+    )
+    occurred_at: OccurredAt | None = Field(
+        default=None,
+        description=(
+            "When the remembered event happened (ISO 8601; a time without offset is UTC). "
+            "Default: the write time. The date is indexed, so searches by date find it."
+        ),
+    )
 
 
 class RememberOneRequest(RememberEntryModel):
@@ -260,6 +277,10 @@ class EntryModel(_Wire):
     metadata: dict[str, Any] = Field(description="The entry's metadata.")
     created_at: datetime = Field(description="When this version was written (UTC).")
     active: bool = Field(description="False once the entry is retired or revised.")
+    thread: str | None = Field(default=None, description="The thread the entry belongs to.")
+    occurred_at: datetime | None = Field(
+        default=None, description="When the event happened: as written, else the write time."
+    )
 
 
 class WriteResultModel(_Wire):
@@ -285,6 +306,10 @@ class HitModel(_Wire):
     metadata: dict[str, Any] = Field(description="The entry's metadata.")
     score: float = Field(description="The coarse RRF fusion score (higher is better).")
     matched_by: list[Channel] = Field(description="The channels that found the entry.")
+    thread: str | None = Field(default=None, description="The thread the entry belongs to.")
+    occurred_at: datetime | None = Field(
+        default=None, description="When the event happened: as written, else the write time."
+    )
 
 
 def _is_none(value: object) -> bool:
