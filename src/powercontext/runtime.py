@@ -40,8 +40,14 @@ class Runtime:
     def memory_reranker(self) -> MemoryReranker | None:
         return self.memory.reranker
 
-    async def reindex(self, progress: ReindexProgress | None = None) -> dict[str, int]:
-        """Embed every active entry of every scope that lacks a vector of the current profile."""
+    async def reindex(
+        self, progress: ReindexProgress | None = None, *, rebuild: bool = False
+    ) -> dict[str, int]:
+        """Embed every active entry of every scope that lacks a vector of the current profile.
+
+        `rebuild`: instead re-derive the tokens and vectors of every active entry under the
+        current index profile (no revision is made), and record that profile with the scope.
+        """
         counts: dict[str, int] = {}
         for scope_id in await self.store.scope_ids():
 
@@ -49,7 +55,10 @@ class Runtime:
                 if progress is not None:
                     progress(scope_id, done, total)
 
-            counts[scope_id] = await self.memory.reindex(scope_id, report)
+            if rebuild:
+                counts[scope_id] = await self.memory.rebuild(scope_id, report)
+            else:
+                counts[scope_id] = await self.memory.reindex(scope_id, report)
         return counts
 
 

@@ -167,6 +167,18 @@ class MemoryStore(Protocol):
         the text is untouched). Unknown keys raise NotFoundError."""
         ...
 
+    async def index_profile(self, scope_id: str) -> str | None:
+        """The index profile recorded for the scope, if any."""
+        ...
+
+    async def index_profiles(self) -> dict[str, str]:
+        """The index profile recorded for each scope that has one."""
+        ...
+
+    async def set_index_profile(self, scope_id: str, profile: str) -> None:
+        """Record (or replace) the index profile a scope's entries are indexed under."""
+        ...
+
     async def put_vectors(
         self, scope_id: str, profile_id: str, items: Sequence[tuple[int, Vector]]
     ) -> None:

@@ -19,7 +19,9 @@ from powercontext.memory.errors import (
     RevisionConflictError,
 )
 from powercontext.memory.indexing.context import IndexSource, IndexTextConfig, fts_tokens
-from powercontext.memory.indexing.threads import WriteIndex, plan_write, tail_length
+from powercontext.memory.indexing.profile import IndexProfiles, index_profile
+from powercontext.memory.indexing.rebuild import rebuild_scope
+from powercontext.memory.indexing.threads import WriteIndex, plan_write, source_of, tail_length
 from powercontext.memory.indexing.vectors import ProgressCallback, VectorIndexer
 from powercontext.memory.models import (
     MemoryChangesPage,
@@ -83,16 +85,6 @@ class SearchObservation:
 SearchObserver = Callable[[SearchObservation], None]
 
 
-def _source(version: StoredVersion) -> IndexSource:
-    return IndexSource(
-        kind=version.kind,
-        text=version.text,
-        metadata=version.metadata,
-        thread=version.thread,
-        occurred_at=version.occurred_at,
-    )
-
-
 def _entry(scope_id: str, revision: int, stored: StoredVersion) -> MemoryEntry:
     ref = MemoryRef(scope_id=scope_id, revision=revision)
     return MemoryEntry(
@@ -130,6 +122,14 @@ class MemoryService:
         self._locks: dict[str, asyncio.Lock] = {}
         self.indexer = VectorIndexer(
             store, embedder, self.config.embedding_batch_size, self.config.index
+        )
+        self.profiles = IndexProfiles(
+            store,
+            index_profile(
+                self.config.index,
+                self.config.analyzer,
+                embedder.profile.profile_id if embedder is not None else None,
+            ),
         )
 
     def for_scope(self, scope_id: str) -> ScopedMemory:
@@ -179,7 +179,7 @@ class MemoryService:
         tails: list[tuple[int, IndexSource]] = []
         for thread in dict.fromkeys(s.thread for s in sources if s.thread is not None):
             for stored in await self.store.thread_tail(scope_id, thread, limit=limit):
-                tails.append((stored.key, _source(stored)))
+                tails.append((stored.key, source_of(stored)))
         return tails
 
     async def _commit(
@@ -321,7 +321,7 @@ class MemoryService:
             current = await self._current(scope_id, request.citation)
             if current.removed_revision is None:
                 raise MemoryValidationError(f"entry {current.entry_id!r} is active already")
-            new = self._new_version(current.entry_id, current.version + 1, _source(current))
+            new = self._new_version(current.entry_id, current.version + 1, source_of(current))
             return [PlannedChange(op="reactivate", new=new, reason=request.reason)]
 
         return await self._write(scope_id, request.expected_revision, plan)
@@ -334,6 +334,7 @@ class MemoryService:
         planned: Callable[[], WriteIndex] | None = None,
     ) -> MemoryWriteResult:
         revision, news, keys = await self._commit(scope_id, expected, plan)
+        await self.profiles.record(scope_id, revision)
         if planned is None:  # revise, reactivate: one version, indexed alone
             pending = await self.indexer.embed_new(scope_id, list(zip(keys, news, strict=True)))
         else:
@@ -362,6 +363,21 @@ class MemoryService:
                 len(index.rewrites),
                 type(exc).__name__,
             )
+
+    # ---- index profiles ------------------------------------------------------------------
+
+    async def rebuild(self, scope_id: str, progress: ProgressCallback | None = None) -> int:
+        """Re-derive every active version's tokens and vectors under the current profile."""
+        async with self._lock(scope_id):
+            count = await rebuild_scope(
+                self.indexer,
+                self.config.index,
+                self.config.analyzer,
+                scope_id,
+                progress or (lambda _done, _total: None),
+            )
+            await self.profiles.mark_rebuilt(scope_id)
+        return count
 
     # ---- embeddings ------------------------------------------------------------------------
 
@@ -430,6 +446,7 @@ class MemoryService:
     # ---- search ----------------------------------------------------------------------------
 
     async def search(self, scope_id: str, request: SearchMemoryRequest) -> MemorySearchPage:
+        await self.profiles.warn_if_stale(scope_id)
         page = await run_search(self, scope_id, request)
         if self._observer is not None:
             trace = page.rerank

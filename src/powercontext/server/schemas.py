@@ -421,7 +421,8 @@ class ReadinessCheck(_Wire):
 class ReadyResponse(_Wire):
     status: Literal["ready", "not_ready"] = Field(description="`ready` when every check is ok.")
     checks: dict[str, ReadinessCheck] = Field(
-        description="`database`, `embedding_model` and `memory_reranker`."
+        description="`database`, `embedding_model`, `memory_reranker` and `index_profile` "
+        "(stale scopes are reported, never fatal)."
     )
 
 

@@ -19,6 +19,7 @@ from powercontext.memory.indexing.context import (
     fts_tokens,
     neighbourhoods,
 )
+from powercontext.memory.ports import NewVersion, StoredVersion
 from powercontext.memory.search.analyze import AnalyzerConfig
 
 EmbeddingItem = tuple[int, tuple[str, ...]]
@@ -34,6 +35,17 @@ class WriteIndex:
     """(key, tokens) of stored neighbours whose tokens the new entries widen."""
     re_embed: list[EmbeddingItem]
     """(key, embedding inputs) of stored neighbours whose vectors the new entries change."""
+
+
+def source_of(version: NewVersion | StoredVersion) -> IndexSource:
+    """What the index sees of a version."""
+    return IndexSource(
+        kind=version.kind,
+        text=version.text,
+        metadata=version.metadata,
+        thread=version.thread,
+        occurred_at=version.occurred_at,
+    )
 
 
 def tail_length(config: IndexTextConfig) -> int:
@@ -63,3 +75,19 @@ def plan_write(
     return WriteIndex(
         tokens=tokens[count:], embeddings=inputs[count:], rewrites=rewrites, re_embed=re_embed
     )
+
+
+def index_sequences(versions: Sequence[StoredVersion]) -> list[list[StoredVersion]]:
+    """Active versions (ascending by key) grouped the way their writes indexed them: a
+    thread's first versions in write order; the thread-less versions one revision added (a
+    batch); a revised or reactivated version of a thread entry alone."""
+    groups: dict[object, list[StoredVersion]] = {}
+    for version in versions:
+        if version.thread is None:
+            key: object = ("batch", version.added_revision)
+        elif version.version == 1:
+            key = ("thread", version.thread)
+        else:
+            key = ("alone", version.key)
+        groups.setdefault(key, []).append(version)
+    return list(groups.values())

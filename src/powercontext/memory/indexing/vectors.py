@@ -19,8 +19,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 import numpy as np
 
 from powercontext.memory.errors import CapabilityNotSupportedError
-from powercontext.memory.indexing.context import IndexSource, IndexTextConfig, embedding_inputs
-from powercontext.memory.indexing.threads import EmbeddingItem
+from powercontext.memory.indexing.context import IndexTextConfig, embedding_inputs
+from powercontext.memory.indexing.threads import EmbeddingItem, index_sequences, source_of
 from powercontext.memory.ports import EmbeddingModel, MemoryStore, NewVersion, StoredVersion, Vector
 from powercontext.memory.vectors import unit_vector
 
@@ -30,16 +30,6 @@ ProgressCallback = Callable[[int, int], None]
 _REINDEX_PAGE = 1024
 _REINDEX_ROUND = 50_000
 """Missing vectors handled per pass over the scope when context must be rebuilt."""
-
-
-def _source(version: NewVersion | StoredVersion) -> IndexSource:
-    return IndexSource(
-        kind=version.kind,
-        text=version.text,
-        metadata=version.metadata,
-        thread=version.thread,
-        occurred_at=version.occurred_at,
-    )
 
 
 def _unit_mean(parts: Sequence[Vector]) -> Vector:
@@ -65,7 +55,7 @@ class VectorIndexer:
         self, keyed: Sequence[tuple[int, NewVersion | StoredVersion]]
     ) -> list[EmbeddingItem]:
         """Embedding inputs of one batch (the versions one revision added, in order)."""
-        inputs = embedding_inputs([_source(version) for _, version in keyed], self.index)
+        inputs = embedding_inputs([source_of(version) for _, version in keyed], self.index)
         return [(key, texts) for (key, _), texts in zip(keyed, inputs, strict=True)]
 
     async def embed_new(self, scope_id: str, items: Sequence[tuple[int, NewVersion]]) -> int:
@@ -90,7 +80,7 @@ class VectorIndexer:
             done = finished
 
         try:
-            await self._embed_and_store(scope_id, work, count)
+            await self.embed_and_store(scope_id, work, count)
         except Exception as exc:  # any provider failure: the text write stands
             log.warning(
                 "embedding failed after commit; %d vectors pending (%s)",
@@ -99,7 +89,7 @@ class VectorIndexer:
             )
         return max(len(new) - done, 0)
 
-    async def _embed_and_store(
+    async def embed_and_store(
         self,
         scope_id: str,
         items: Sequence[EmbeddingItem],
@@ -162,39 +152,32 @@ class VectorIndexer:
             work = await self._contextual_items(scope_id, missing) if contextual else []
             if not work:  # no context to rebuild, or the batch moved on under us
                 work = self._items([(v.key, v) for v in missing])
-            done += await self._embed_and_store(
+            done += await self.embed_and_store(
                 scope_id, work, report, start=done, total=max(total, done + len(work))
             )
 
     async def _contextual_items(
         self, scope_id: str, missing: Sequence[StoredVersion]
     ) -> list[EmbeddingItem]:
-        """Embedding inputs of `missing`, each built within its whole sequence.
-
-        One pass over the scope's active versions collects the thread peers (first versions of
-        the same thread) or, for an entry without a thread, the batch peers (same added
-        revision) of every missing version; each sequence is then rendered as the writes did.
-        """
+        """Embedding inputs of `missing`, each built within its whole sequence (its thread, or
+        its batch), from one pass over the scope's active versions."""
         wanted = {v.key for v in missing}
-        threads = {v.thread for v in missing if v.thread is not None and v.version == 1}
-        revisions = {v.added_revision for v in missing if v.thread is None}
-        sequences: dict[object, list[StoredVersion]] = {}
-        async for row in self._active_versions(scope_id):
-            if row.thread is not None and row.version == 1 and row.thread in threads:
-                sequences.setdefault(("thread", row.thread), []).append(row)
-            elif row.thread is None and row.added_revision in revisions:
-                sequences.setdefault(("batch", row.added_revision), []).append(row)
+        threads = {v.thread for v in missing if v.thread is not None}
+        revisions = {v.added_revision for v in missing}
+        relevant = [
+            row
+            async for row in self.active_versions(scope_id)
+            if row.key in wanted or row.thread in threads or row.added_revision in revisions
+        ]
         work: list[EmbeddingItem] = []
-        for peers in sequences.values():
-            work.extend(
-                item for item in self._items([(v.key, v) for v in peers]) if item[0] in wanted
-            )
-        covered = {key for key, _ in work}
-        # A revised version of a thread entry is indexed alone, as its write did.
-        work.extend(self._items([(v.key, v)])[0] for v in missing if v.key not in covered)
+        for peers in index_sequences(relevant):
+            if any(v.key in wanted for v in peers):
+                work.extend(
+                    item for item in self._items([(v.key, v) for v in peers]) if item[0] in wanted
+                )
         return work
 
-    async def _active_versions(self, scope_id: str) -> AsyncIterator[StoredVersion]:
+    async def active_versions(self, scope_id: str) -> AsyncIterator[StoredVersion]:
         """Every version active at the head, ascending by key."""
         head = await self.store.head(scope_id)
         after: int | None = None

@@ -128,6 +128,14 @@ _V2 = (
     CREATE INDEX entry_versions_by_thread ON entry_versions (scope_id, thread, key)
     WHERE thread IS NOT NULL
     """,
+    # The index profile (settings that decide tokens and vectors) each scope was indexed under.
+    """
+    CREATE TABLE scope_index_profiles (
+        scope_id text PRIMARY KEY,
+        profile text NOT NULL,
+        recorded_at timestamptz NOT NULL
+    )
+    """,
 )
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)

@@ -333,6 +333,28 @@ class PostgresMemoryStore:
         async with self._connection(f"rewriting the tokens of {len(items)} versions") as conn:
             await writes.rewrite_tokens(conn, scope_id, items)
 
+    async def index_profile(self, scope_id: str) -> str | None:
+        async with self._connection("reading the index profile") as conn:
+            cur = await conn.execute(
+                "SELECT profile FROM scope_index_profiles WHERE scope_id = %s", (scope_id,)
+            )
+            row = await cur.fetchone()
+            return str(row[0]) if row else None
+
+    async def index_profiles(self) -> dict[str, str]:
+        async with self._connection("reading index profiles") as conn:
+            cur = await conn.execute("SELECT scope_id, profile FROM scope_index_profiles")
+            return {str(scope): str(profile) for scope, profile in await cur.fetchall()}
+
+    async def set_index_profile(self, scope_id: str, profile: str) -> None:
+        async with self._connection("recording the index profile") as conn:
+            await conn.execute(
+                "INSERT INTO scope_index_profiles (scope_id, profile, recorded_at) "
+                "VALUES (%s, %s, now()) ON CONFLICT (scope_id) "
+                "DO UPDATE SET profile = EXCLUDED.profile, recorded_at = EXCLUDED.recorded_at",
+                (scope_id, profile),
+            )
+
     async def put_vectors(
         self, scope_id: str, profile_id: str, items: Sequence[tuple[int, Vector]]
     ) -> None:

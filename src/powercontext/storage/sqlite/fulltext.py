@@ -43,6 +43,9 @@ from powercontext.storage.sqlite.vectors import NOT_REMOVED, grow
 
 K1 = 1.2
 B = 0.75
+_REPLAY_LIMIT = 1_000
+"""Rewritten rows replayed one by one; beyond this (and a tenth of the scope) the cache is
+read afresh, since each replayed row scans its terms' postings."""
 _FETCH = 20_000
 """Rows read per fetchmany while filling the cache, bounding the transient Python objects."""
 
@@ -74,6 +77,9 @@ class ScopeTerms:
     def __init__(self, scope_id: str) -> None:
         self.scope_id = scope_id
         self.lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
         self.size = 0
         self.keys: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.added: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
@@ -107,11 +113,20 @@ class ScopeTerms:
             "SELECT max(seq) FROM fts_rewrites WHERE scope_id = ?", (self.scope_id,)
         ).fetchone()
         rewrite = int(rewrite_row[0]) if rewrite_row and rewrite_row[0] is not None else 0
+        if rewrite > self.last_rewrite and self._many_rewrites(conn):
+            self._reset()  # a rebuild rewrote much of the scope: reading it afresh is cheaper
         cached = self.last_key
         if head > self.last_head:
             self._catch_up(conn, head)
         if rewrite > self.last_rewrite:
             self._replay_rewrites(conn, rewrite, cached)
+
+    def _many_rewrites(self, conn: sqlite3.Connection) -> bool:
+        row = conn.execute(
+            "SELECT count(*) FROM fts_rewrites WHERE scope_id = ? AND seq > ?",
+            (self.scope_id, self.last_rewrite),
+        ).fetchone()
+        return int(row[0]) > max(_REPLAY_LIMIT, self.size // 10)
 
     def _replay_rewrites(self, conn: sqlite3.Connection, upto: int, cached: int) -> None:
         """Rows cached before this refresh take their rewritten tokens; rows the catch-up just

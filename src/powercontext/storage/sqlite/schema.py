@@ -122,6 +122,14 @@ _V2 = (
     )
     """,
     "CREATE INDEX fts_rewrites_by_seq ON fts_rewrites (scope_id, seq)",
+    # The index profile (settings that decide tokens and vectors) each scope was indexed under.
+    """
+    CREATE TABLE scope_index_profiles (
+        scope_id TEXT PRIMARY KEY,
+        profile TEXT NOT NULL,
+        recorded_at TEXT NOT NULL
+    )
+    """,
 )
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)

@@ -205,6 +205,37 @@ class SqliteMemoryStore:
 
         await asyncio.to_thread(run)
 
+    async def index_profile(self, scope_id: str) -> str | None:
+        def work(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute(
+                "SELECT profile FROM scope_index_profiles WHERE scope_id = ?", (scope_id,)
+            ).fetchone()
+            return str(row[0]) if row else None
+
+        return await self._read(work, "reading the index profile")
+
+    async def index_profiles(self) -> dict[str, str]:
+        def work(conn: sqlite3.Connection) -> dict[str, str]:
+            rows = conn.execute("SELECT scope_id, profile FROM scope_index_profiles").fetchall()
+            return {str(scope): str(profile) for scope, profile in rows}
+
+        return await self._read(work, "reading index profiles")
+
+    async def set_index_profile(self, scope_id: str, profile: str) -> None:
+        now = datetime.now(UTC).isoformat()
+
+        def run() -> None:
+            self._pool.write(
+                lambda conn: conn.execute(
+                    "INSERT OR REPLACE INTO scope_index_profiles (scope_id, profile, recorded_at) "
+                    "VALUES (?, ?, ?)",
+                    (scope_id, profile, now),
+                ),
+                "recording the index profile",
+            )
+
+        await asyncio.to_thread(run)
+
     async def put_vectors(
         self, scope_id: str, profile_id: str, items: Sequence[tuple[int, Vector]]
     ) -> None:
