@@ -74,6 +74,10 @@ class RuntimeConfig(_Group):
     docs/search-quality.md)."""
     search_rrf_weight_fts: float = Field(default=1.0, ge=0.0, le=100.0)
     search_rrf_weight_vector: float = Field(default=1.0, ge=0.0, le=100.0)
+    search_field_weight_context: float = Field(default=0.5, ge=0.0, le=10.0)
+    """Full-text channel (BM25F): a neighbour's word against the entry's own word (1.0)."""
+    search_field_weight_speaker: float = Field(default=0.5, ge=0.0, le=10.0)
+    """Full-text channel: a query term naming the entry's speaker (`index_speaker_key`)."""
     analyzer_language: str | None = "english"
     """Snowball stemmer language (`none` disables stemming)."""
     analyzer_drop_query_stopwords: bool = True
@@ -102,6 +106,9 @@ class RuntimeConfig(_Group):
     index_context_vector: bool = True
     """With context on: mix the neighbourhood's vector into the entry's vector."""
     index_context_neighbour_chars: int = Field(default=512, ge=1, le=65_536)
+    index_speaker_key: str | None = "speaker"
+    """Metadata key naming who said or wrote an entry (a participant of its thread); its words
+    are indexed as the speaker field. Unset or blank: no speaker field."""
     index_event_date: bool = True
     """Append an entry's `occurred_at` (when the writer gave one) to what both channels index,
     as words such as `8 May 2023`. Entries without it index as before."""
@@ -114,7 +121,7 @@ class RuntimeConfig(_Group):
         # Environment values cannot carry a newline easily: accept the two-character `\n`.
         return validate_template(value.replace("\\n", "\n"))
 
-    @field_validator("index_context_group_key", mode="before")
+    @field_validator("index_context_group_key", "index_speaker_key", mode="before")
     @classmethod
     def _blank_group_key(cls, value: Any) -> Any:
         if isinstance(value, str) and not value.strip():

@@ -17,6 +17,7 @@ from powercontext.memory.ports import EmbeddingModel, MemoryReranker, MemoryStor
 from powercontext.memory.rerank.cache import RerankCache
 from powercontext.memory.rerank.guard import GuardedReranker
 from powercontext.memory.search.analyze import AnalyzerConfig
+from powercontext.memory.search.fields import FieldWeights
 from powercontext.memory.service import MemoryService, SearchConfig, SearchObserver
 
 log = logging.getLogger("powercontext.runtime")
@@ -76,6 +77,10 @@ def search_config(settings: ServerSettings) -> SearchConfig:
             drop_query_stopwords=runtime.analyzer_drop_query_stopwords,
             strip_clitics=runtime.analyzer_strip_clitics,
         ),
+        fields=FieldWeights(
+            context=runtime.search_field_weight_context,
+            speaker=runtime.search_field_weight_speaker,
+        ),
         max_batch_entries=runtime.max_batch_entries,
         embedding_batch_size=runtime.embedding_batch_size,
         index=IndexTextConfig(
@@ -87,6 +92,7 @@ def search_config(settings: ServerSettings) -> SearchConfig:
             context_vector=runtime.index_context_vector,
             context_neighbour_chars=runtime.index_context_neighbour_chars,
             event_date=runtime.index_event_date,
+            speaker_key=runtime.index_speaker_key,
         ),
     )
 

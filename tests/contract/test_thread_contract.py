@@ -8,6 +8,7 @@ import pytest
 
 from powercontext.memory.errors import NotFoundError
 from powercontext.memory.ports import MemoryStore
+from powercontext.memory.search.fields import FieldWeights
 
 from .builders import add, retire, revise
 
@@ -69,3 +70,27 @@ async def test_index_profiles_are_recorded_per_scope(store: MemoryStore) -> None
     await store.set_index_profile("t", '{"b":1}')
     assert await store.index_profile("s") == '{"a":2}'
     assert await store.index_profiles() == {"s": '{"a":2}', "t": '{"b":1}'}
+
+
+async def test_own_words_outrank_a_neighbours_and_the_speaker_field_counts(
+    store: MemoryStore,
+) -> None:
+    # Same lengths, so only the field of the matched word differs.
+    result = await store.commit(
+        "s",
+        None,
+        [
+            add("x", tokens="lake trip _canoe _day"),
+            add("x", tokens="canoe trip _lake _day"),
+            add("x", tokens="lake trip _day _sun @carolin"),
+            add("x", tokens="lake trip _day _sun @melani"),
+        ],
+    )
+    first, second, third, fourth = result.keys
+    found = await store.fts_candidates("s", 1, ["canoe"], limit=5)
+    assert [c.key for c in found] == [second, first]
+    assert found[1].score < found[0].score
+    none = await store.fts_candidates("s", 1, ["canoe"], limit=5, fields=FieldWeights(context=0))
+    assert [c.key for c in none] == [second]
+    named = await store.fts_candidates("s", 1, ["carolin", "sun"], limit=5)
+    assert [c.key for c in named][:2] == [third, fourth]

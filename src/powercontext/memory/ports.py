@@ -17,6 +17,7 @@ from powercontext.memory.models import (
     MemoryHit,
     MemoryRerankDecision,
 )
+from powercontext.memory.search.fields import FieldWeights
 
 Vector = npt.NDArray[np.float32]
 
@@ -136,9 +137,16 @@ class MemoryStore(Protocol):
     ) -> list[MemoryChange]: ...
 
     async def fts_candidates(
-        self, scope_id: str, revision: int, terms: Sequence[str], *, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        terms: Sequence[str],
+        *,
+        limit: int,
+        fields: FieldWeights | None = None,
     ) -> list[FtsCandidate]:
-        """Versions active at `revision` containing any of `terms`, best first."""
+        """Versions active at `revision` containing any of `terms` in any field, best first,
+        each field weighted as `fields` says (see search.fields; None: the defaults)."""
         ...
 
     async def vector_candidates(

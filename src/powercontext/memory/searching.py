@@ -85,7 +85,9 @@ async def run_search(
     async def fts() -> list[FtsCandidate]:
         if not uses_fts(mode) or not terms:
             return []
-        return await store.fts_candidates(scope_id, head, terms, limit=per_channel)
+        return await store.fts_candidates(
+            scope_id, head, terms, limit=per_channel, fields=config.fields
+        )
 
     async def vector() -> list[VectorCandidate]:
         if query_vector is None or profile is None or not uses_vector(mode):

@@ -48,6 +48,7 @@ from powercontext.memory.ports import (
 )
 from powercontext.memory.scoped import ScopedMemory, validate_scope_id
 from powercontext.memory.search.analyze import AnalyzerConfig
+from powercontext.memory.search.fields import FieldWeights
 from powercontext.memory.searching import run_search
 
 Planner = Callable[[], Awaitable[list[PlannedChange]]]
@@ -65,6 +66,8 @@ class SearchConfig:
     analyzer: AnalyzerConfig = field(default_factory=AnalyzerConfig)
     max_batch_entries: int = 50_000
     embedding_batch_size: int = 64
+    fields: FieldWeights = field(default_factory=FieldWeights)
+    """Weights of the neighbour and speaker fields in the full-text channel (search.fields)."""
     index: IndexTextConfig = field(default_factory=IndexTextConfig)
     """What the channels index per entry: template and contextual neighbours."""
     timeout_seconds: float | None = None

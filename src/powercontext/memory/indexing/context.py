@@ -22,6 +22,7 @@ from typing import Any
 
 from powercontext.memory.indexing.templates import DEFAULT_TEMPLATE, render, validate_template
 from powercontext.memory.search.analyze import AnalyzerConfig, analyze
+from powercontext.memory.search.fields import context_tokens, speaker_tokens
 
 _NO_GROUP = object()
 
@@ -44,6 +45,9 @@ class IndexTextConfig:
     """Each neighbour contributes at most this many characters, so a long neighbour cannot
     crowd the entry's own words out of the embedding model's input window."""
 
+    speaker_key: str | None = "speaker"
+    """Metadata key naming who wrote or said the entry; its words are indexed as the speaker
+    field, so a query naming the speaker favours the entry (see search.fields)."""
     event_date: bool = True
     """Append the event date (`occurred_at`, when the caller gave one) to the indexed text, as
     words ("8 May 2023"), so "when ... in May" finds it by both channels."""
@@ -132,14 +136,18 @@ def rendered_texts(sources: Sequence[IndexSource], config: IndexTextConfig) -> l
 def fts_tokens(
     sources: Sequence[IndexSource], config: IndexTextConfig, analyzer: AnalyzerConfig
 ) -> list[str]:
-    """Space-joined FTS tokens per source: its rendered text, then its neighbours' words.
+    """Space-joined FTS tokens per source: its rendered text, its speaker (`@word`), then its
+    neighbours' words (`_word`); see search.fields.
 
     Each text is analyzed once, so a window of w neighbours costs a join, not w analyses.
     """
-    own = [analyze(text, analyzer) for text in rendered_texts(sources, config)]
+    own = [
+        analyze(text, analyzer) + _speaker(source, config, analyzer)
+        for text, source in zip(rendered_texts(sources, config), sources, strict=True)
+    ]
     if not (config.contextual and config.context_fts):
         return [" ".join(tokens) for tokens in own]
-    plain = [analyze(_cut(s.text, config), analyzer) for s in sources]
+    plain = [context_tokens(analyze(_cut(s.text, config), analyzer)) for s in sources]
     joined = []
     for position, (before, after) in enumerate(neighbourhoods(sources, config)):
         tokens = list(own[position])
@@ -147,6 +155,15 @@ def fts_tokens(
             tokens.extend(plain[other])
         joined.append(" ".join(tokens))
     return joined
+
+
+def _speaker(source: IndexSource, config: IndexTextConfig, analyzer: AnalyzerConfig) -> list[str]:
+    if config.speaker_key is None:
+        return []
+    value = source.metadata.get(config.speaker_key)
+    if not isinstance(value, str) or not value.strip():
+        return []
+    return speaker_tokens(dict.fromkeys(analyze(value, analyzer)))
 
 
 def embedding_inputs(

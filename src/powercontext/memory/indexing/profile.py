@@ -29,6 +29,8 @@ def index_profile(
 ) -> str:
     """The profile as canonical JSON (recorded verbatim, compared as text)."""
     settings: dict[str, Any] = {
+        "tokens": 2,  # 2: field prefixes (search.fields); 1: one flat field
+        "speaker_key": index.speaker_key,
         "analyzer_language": analyzer.language,
         "analyzer_strip_clitics": analyzer.strip_clitics,
         "template": index.template,

@@ -30,6 +30,7 @@ from powercontext.memory.ports import (
     Vector,
     VectorCandidate,
 )
+from powercontext.memory.search.fields import FieldWeights, expand
 from powercontext.storage.common import unit_vectors, validate_plan
 from powercontext.storage.postgres import fulltext, reads, vectors, writes
 from powercontext.storage.postgres.connection import PostgresOptions, connect, split_url
@@ -188,11 +189,25 @@ class PostgresMemoryStore:
             return await reads.changes(conn, scope_id, since_revision, limit)
 
     async def fts_candidates(
-        self, scope_id: str, revision: int, terms: Sequence[str], *, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        terms: Sequence[str],
+        *,
+        limit: int,
+        fields: FieldWeights | None = None,
     ) -> list[FtsCandidate]:
-        wanted = fulltext.clean_terms(str(term) for term in terms)
-        if not wanted or limit <= 0:
+        base = fulltext.clean_terms(str(term) for term in terms)
+        if not base or limit <= 0:
             return []
+        # Each query term also matches its neighbour and speaker fields (search.fields), with
+        # binary term frequency like the own field; |d| counts the lexemes of every field.
+        expanded = {
+            lexeme: (term, scale)
+            for term in base
+            for lexeme, scale in expand(term, fields or FieldWeights())
+        }
+        wanted = fulltext.clean_terms(expanded)
         async with self._connection("searching the full-text index") as conn:
             cur = await conn.execute(
                 "SELECT active_count, lexeme_total FROM scopes WHERE scope_id = %s", (scope_id,)
@@ -205,7 +220,9 @@ class PostgresMemoryStore:
                 (scope_id, wanted),
             )
             frequencies = {row[0]: int(row[1]) for row in await cur.fetchall()}
-            plan = fulltext.plan_ranking(wanted, frequencies, int(scope[0]), int(scope[1]))
+            plan = fulltext.plan_ranking(
+                wanted, frequencies, int(scope[0]), int(scope[1]), expanded
+            )
             if plan is None:
                 return []
             query, params = fulltext.ranking_query(plan, plan.first_pass, scope_id, revision, limit)

@@ -39,6 +39,12 @@ import numpy as np
 import numpy.typing as npt
 
 from powercontext.memory.ports import FtsCandidate
+from powercontext.memory.search.fields import (
+    CONTEXT_PREFIX,
+    SPEAKER_PREFIX,
+    FieldWeights,
+    own_length,
+)
 from powercontext.storage.sqlite.vectors import NOT_REMOVED, grow
 
 K1 = 1.2
@@ -86,6 +92,12 @@ class ScopeTerms:
         self.removed: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.lengths: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
         self.total_length = 0.0
+        # BM25F normalizes each field by its own length (search.fields): own words, and the
+        # neighbours' `_` words. The speaker field is a name or two and is not normalized.
+        self.own_lengths: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
+        self.own_total = 0.0
+        self.context_lengths: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
+        self.context_total = 0.0
         self.terms: dict[str, _Postings] = {}
         self.term_ids: dict[str, int] = {}
         self.names: list[str] = []
@@ -101,7 +113,9 @@ class ScopeTerms:
         self._rewritten: dict[int, npt.NDArray[np.int32]] = {}
         """Distinct term ids of rows whose tokens were rewritten after they were cached."""
         self._inactive: tuple[int, npt.NDArray[np.int64]] | None = None
-        self._weights: dict[str, npt.NDArray[np.float32]] = {}
+        self._weights: dict[
+            tuple[str, FieldWeights], tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]
+        ] = {}
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Catch up with the database, within the caller's read transaction."""
@@ -161,8 +175,7 @@ class ScopeTerms:
                 postings.extend(np.array([row], dtype=np.int32), np.array([tf], dtype=np.float32))
             ids.append(self.term_ids[term])
         self._rewritten[row] = np.asarray(ids, dtype=np.int32)
-        self.total_length += len(tokens) - float(self.lengths[row])
-        self.lengths[row] = len(tokens)
+        self._set_lengths(row, row + 1, [tokens])
 
     @staticmethod
     def _set_tf(postings: _Postings, row: int, tf: float) -> bool:
@@ -195,9 +208,7 @@ class ScopeTerms:
         self.added[start:end] = [row[1] for row in rows]
         self.removed[start:end] = [NOT_REMOVED if row[2] is None else row[2] for row in rows]
         token_lists = [row[3].split() for row in rows]
-        lengths = np.fromiter((len(t) for t in token_lists), dtype=np.float32, count=count)
-        self.lengths[start:end] = lengths
-        self.total_length += float(lengths.sum())
+        lengths = self._set_lengths(start, end, token_lists)
         self.size = end
         self.last_key = int(rows[-1][0])
         self._weights.clear()  # the average length changed
@@ -229,6 +240,26 @@ class ScopeTerms:
             to_global[local] = self.term_ids[name]
             postings.extend(pair_rows[first:stop], tf_values[first:stop])
         self._append_row_tokens(start, count, pair_rows, to_global[pair_terms])
+
+    def _set_lengths(
+        self, start: int, end: int, token_lists: list[list[str]]
+    ) -> npt.NDArray[np.float32]:
+        """Total, own and context lengths of rows start..end (replacing what they held)."""
+        count = end - start
+        lengths = np.fromiter((len(t) for t in token_lists), dtype=np.float32, count=count)
+        own = np.fromiter((own_length(t) for t in token_lists), dtype=np.float32, count=count)
+        context = np.fromiter(
+            (sum(1 for x in t if x.startswith(CONTEXT_PREFIX)) for t in token_lists),
+            dtype=np.float32,
+            count=count,
+        )
+        self.total_length += float(lengths.sum() - self.lengths[start:end].sum())
+        self.own_total += float(own.sum() - self.own_lengths[start:end].sum())
+        self.context_total += float(context.sum() - self.context_lengths[start:end].sum())
+        self.lengths[start:end] = lengths
+        self.own_lengths[start:end] = own
+        self.context_lengths[start:end] = context
+        return lengths
 
     def _append_row_tokens(
         self,
@@ -264,6 +295,8 @@ class ScopeTerms:
         self.added = grow(self.added, capacity)
         self.removed = grow(self.removed, capacity)
         self.lengths = grow(self.lengths, capacity)
+        self.own_lengths = grow(self.own_lengths, capacity)
+        self.context_lengths = grow(self.context_lengths, capacity)
         self.token_end = grow(self.token_end, capacity)
 
     def _apply_removals(self, conn: sqlite3.Connection) -> None:
@@ -289,28 +322,64 @@ class ScopeTerms:
             self._inactive = (revision, np.flatnonzero(~active))
         return self._inactive[1]
 
-    def _term_weights(self, term: str, postings: _Postings) -> npt.NDArray[np.float32]:
-        """BM25 contribution of `term` to each row of its postings, cached until rows change."""
-        weights = self._weights.get(term)
-        if weights is None:
-            df = postings.size
-            idf = math.log(1.0 + (self.size - df + 0.5) / (df + 0.5))
-            average = self.total_length / self.size if self.size else 1.0
-            tfs = postings.tfs[:df]
-            norm = K1 * (1.0 - B + B * self.lengths[postings.rows[:df]] / average)
-            weights = (idf * tfs * (K1 + 1.0) / (tfs + norm)).astype(np.float32)
-            self._weights[term] = weights
-        return weights
+    def _norm(self, lengths: npt.NDArray[np.float32], total: float) -> npt.NDArray[np.float32]:
+        average = total / self.size if self.size and total > 0 else 1.0
+        return (1.0 - B + B * lengths / average).astype(np.float32)
 
-    def search(self, revision: int, terms: Sequence[str], limit: int) -> list[FtsCandidate]:
+    def _term_weights(
+        self, term: str, fields: FieldWeights
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]] | None:
+        """BM25F contribution of `term` to each row holding it in any field, cached until rows
+        change: tf~ = tf_own / B_own + w_context * tf_context / B_context + w_speaker *
+        tf_speaker, then idf * tf~ (k1 + 1) / (k1 + tf~). idf counts entries whose own text
+        holds the term: a neighbour repeating it does not make it commoner."""
+        cached = self._weights.get((term, fields))
+        if cached is not None:
+            return cached
+        parts: list[tuple[_Postings, float, npt.NDArray[np.float32] | None]] = []
+        own = self.terms.get(term)
+        if own is not None:
+            parts.append((own, 1.0, self._norm(self.own_lengths, self.own_total)))
+        context = self.terms.get(CONTEXT_PREFIX + term) if fields.context > 0 else None
+        if context is not None:
+            context_norm = self._norm(self.context_lengths, self.context_total)
+            parts.append((context, fields.context, context_norm))
+        speaker = self.terms.get(SPEAKER_PREFIX + term) if fields.speaker > 0 else None
+        if speaker is not None:
+            parts.append((speaker, fields.speaker, None))
+        if not parts:
+            return None
+        df = own.size if own is not None else parts[0][0].size
+        idf = math.log(1.0 + (self.size - df + 0.5) / (df + 0.5))
+        rows_parts: list[npt.NDArray[np.int32]] = []
+        tf_parts: list[npt.NDArray[np.float32]] = []
+        for postings, weight, norm in parts:
+            field_rows = postings.rows[: postings.size]
+            tfs = postings.tfs[: postings.size] * np.float32(weight)
+            rows_parts.append(field_rows)
+            tf_parts.append(tfs if norm is None else tfs / norm[field_rows])
+        rows: npt.NDArray[np.int32]
+        if len(parts) == 1:
+            rows, tilde = rows_parts[0], tf_parts[0]
+        else:
+            unique, inverse = np.unique(np.concatenate(rows_parts), return_inverse=True)
+            rows = unique.astype(np.int32)
+            tilde = np.bincount(inverse, weights=np.concatenate(tf_parts)).astype(np.float32)
+        weights = (idf * tilde * (K1 + 1.0) / (tilde + K1)).astype(np.float32)
+        self._weights[(term, fields)] = (rows, weights)
+        return rows, weights
+
+    def search(
+        self, revision: int, terms: Sequence[str], limit: int, fields: FieldWeights
+    ) -> list[FtsCandidate]:
         """The best `limit` versions active at `revision`, best first (ties by key)."""
-        found = [(t, p) for t in dict.fromkeys(terms) if (p := self.terms.get(t)) is not None]
+        found = [w for t in dict.fromkeys(terms) if (w := self._term_weights(t, fields))]
         if not found or limit <= 0:
             return []
         scores = np.zeros(self.size, dtype=np.float32)
-        for term, postings in found:
+        for term_rows, weights in found:
             # A term's rows are distinct, so a fancy-indexed add never drops a repeat.
-            scores[postings.rows[: postings.size]] += self._term_weights(term, postings)
+            scores[term_rows] += weights
         scores[self._inactive_rows(revision)] = 0.0
         # One partition over every row beats gathering the matching rows first: common words
         # match most of a scope, and the head usually has no inactive rows to mask.
@@ -333,11 +402,16 @@ class ScopeTerms:
 
 
 def fts_candidates(
-    index: ScopeTerms, conn: sqlite3.Connection, revision: int, terms: Sequence[str], limit: int
+    index: ScopeTerms,
+    conn: sqlite3.Connection,
+    revision: int,
+    terms: Sequence[str],
+    limit: int,
+    fields: FieldWeights,
 ) -> list[FtsCandidate]:
     with index.lock:
         index.refresh(conn)
-        return index.search(revision, terms, limit)
+        return index.search(revision, terms, limit, fields)
 
 
 class TermCache:

@@ -27,6 +27,7 @@ from powercontext.memory.ports import (
     Vector,
     VectorCandidate,
 )
+from powercontext.memory.search.fields import FieldWeights
 from powercontext.storage.common import validate_plan
 from powercontext.storage.sqlite import fulltext, reads, writes
 from powercontext.storage.sqlite.ann import IndexOptions
@@ -135,7 +136,13 @@ class SqliteMemoryStore:
         )
 
     async def fts_candidates(
-        self, scope_id: str, revision: int, terms: Sequence[str], *, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        terms: Sequence[str],
+        *,
+        limit: int,
+        fields: FieldWeights | None = None,
     ) -> list[FtsCandidate]:
         wanted = [str(term) for term in terms]
         if not wanted:
@@ -147,7 +154,9 @@ class SqliteMemoryStore:
             )
         postings = self._terms.get(scope_id)
         return await self._read(
-            lambda conn: fulltext.fts_candidates(postings, conn, revision, wanted, limit),
+            lambda conn: fulltext.fts_candidates(
+                postings, conn, revision, wanted, limit, fields or FieldWeights()
+            ),
             "searching the full-text index",
         )
 
