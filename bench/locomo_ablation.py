@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import resource
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -50,24 +51,33 @@ OLD_DEFAULTS = {
     "index_context_before": 0,
     "index_context_after": 0,
     "index_event_date": False,
+    "index_speaker_key": None,
 }
 """The defaults before issue 17: every quality feature off."""
-STOPWORDS = {"analyzer_drop_query_stopwords": True}
-DATE = {"index_event_date": True}
-CONTEXT = {"index_context_before": 2, "index_context_after": 2}
-"""Contextual indexing by thread (the harness writes `thread` = the conversation's session)."""
+NO_CONTEXT = {"index_context_before": 0, "index_context_after": 0}
+CONCATENATED = {"search_field_weight_context": 1.0}
+"""A neighbour's word weighs as much as the entry's own: the pre-BM25F concatenation."""
+NO_SPEAKER = {"index_speaker_key": None}
+BATCH = {"_write": "batch"}
+"""Not a setting: the harness writes each conversation with one remember_many."""
 
 VARIANTS: dict[str, dict[str, Any]] = {
-    "old defaults": OLD_DEFAULTS,
-    "old + stopwords": {**OLD_DEFAULTS, **STOPWORDS},
-    "old + date": {**OLD_DEFAULTS, **DATE},
-    "old + context": {**OLD_DEFAULTS, **CONTEXT},
-    "old + rrf k=20": {**OLD_DEFAULTS, "search_rrf_k": 20},
     "defaults": {},
-    "defaults -stopwords": {"analyzer_drop_query_stopwords": False},
+    "old defaults": OLD_DEFAULTS,
+    "defaults, batch writes": BATCH,
+    "old defaults, batch writes": {**OLD_DEFAULTS, **BATCH},
+    "defaults -context": NO_CONTEXT,
     "defaults -date": {"index_event_date": False},
-    "defaults -context": {"index_context_before": 0, "index_context_after": 0},
+    "defaults -stopwords": {"analyzer_drop_query_stopwords": False},
     "defaults, rrf k=60": {"search_rrf_k": 60},
+    "defaults -speaker": NO_SPEAKER,
+    "defaults, neighbours weigh as own": CONCATENATED,
+    "defaults, neighbours as own, -speaker": {**CONCATENATED, **NO_SPEAKER},
+    "old + stopwords": {**OLD_DEFAULTS, "analyzer_drop_query_stopwords": True},
+    "old + date": {**OLD_DEFAULTS, "index_event_date": True},
+    "old + context": {**OLD_DEFAULTS, "index_context_before": 2, "index_context_after": 2},
+    "old + speaker": {**OLD_DEFAULTS, "index_speaker_key": "speaker"},
+    "old + rrf k=20": {**OLD_DEFAULTS, "search_rrf_k": 20},
     "defaults, rrf k=10": {"search_rrf_k": 10},
     "defaults, context fts only": {"index_context_vector": False},
     "defaults, context vector only": {"index_context_fts": False},
@@ -134,14 +144,16 @@ async def run_variant(
     slug = "".join(c if c.isalnum() else "-" for c in name).strip("-")
     out = args.out / slug
     base = ServerSettings()
-    runtime = RuntimeConfig(**{**base.runtime.model_dump(), **overrides})
+    settings_overrides = {k: v for k, v in overrides.items() if not k.startswith("_")}
+    write = overrides.get("_write", args.write)
+    runtime = RuntimeConfig(**{**base.runtime.model_dump(), **settings_overrides})
     settings = bench_settings(
         ServerSettings(runtime=runtime, inference=base.inference, http=base.http),
         rerank=False,
         top_k=30,
         database_path=out / DATABASE_FILE,
     )
-    config = RunConfig(data=args.data, out=out, mode=args.mode, rerank="none", write=args.write)
+    config = RunConfig(data=args.data, out=out, mode=args.mode, rerank="none", write=write)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     texts_before = embedder.texts
@@ -167,6 +179,8 @@ async def run_variant(
         "held_out": _scores(held),
         "latency_ms": {"p50": latency["p50"], "p95": latency["p95"]},
         "run_seconds": elapsed,
+        "database_mb": sum(f.stat().st_size for f in out.glob(DATABASE_FILE + "*")) / 1e6,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "ingest": {
             "entries": entries,
             "entries_per_s": entries / ingest_seconds if ingest_seconds else None,
@@ -183,10 +197,13 @@ def _row(result: dict[str, Any]) -> str:
         for c in CATEGORIES
     )
     lat = result["latency_ms"]
+    ingest = result["ingest"]
+    rate = ingest["entries_per_s"]
     return (
         f"| {result['name']} | {o['recall@5']:.3f} | {o['recall@10']:.3f} | "
         f"{o['recall@30']:.3f} | {o['mrr@30']:.3f} | {cats} | {lat['p50']:.1f} / "
-        f"{lat['p95']:.1f} |"
+        f"{lat['p95']:.1f} | {rate:.0f} | {ingest['embedded_texts_per_entry']:.2f} | "
+        f"{result['database_mb']:.1f} |"
     )
 
 
@@ -201,8 +218,9 @@ def _split_row(result: dict[str, Any]) -> str:
 def render(results: Sequence[dict[str, Any]], tune: Sequence[str]) -> str:
     head = " | ".join(f"{c} R@10 / R@30 / MRR" for c in CATEGORIES)
     lines = [
-        f"| variant | R@5 | R@10 | R@30 | MRR@30 | {head} | search ms p50 / p95 |",
-        "|---" * (6 + len(CATEGORIES)) + "|",
+        f"| variant | R@5 | R@10 | R@30 | MRR@30 | {head} | search ms p50 / p95 | "
+        "ingest entries/s | embedded texts / entry | database MB |",
+        "|---" * (9 + len(CATEGORIES)) + "|",
         *(_row(r) for r in results),
         "",
         f"| variant | tune ({', '.join(tune)}) R@10 | R@30 | held out R@10 | R@30 |",

@@ -14,6 +14,7 @@ reindex sees the sequence as it stands at the head.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Sequence
 
 import numpy as np
@@ -28,6 +29,8 @@ log = logging.getLogger("powercontext.memory")
 
 ProgressCallback = Callable[[int, int], None]
 _REINDEX_PAGE = 1024
+_RECENT_VECTORS = 1_024
+"""Document vectors kept by text (a few per thread being written), about 1.5 MB at 384-d."""
 _REINDEX_ROUND = 50_000
 """Missing vectors handled per pass over the scope when context must be rebuilt."""
 
@@ -50,6 +53,7 @@ class VectorIndexer:
         self.embedder = embedder
         self.batch_size = batch_size
         self.index = index or IndexTextConfig()
+        self._recent: OrderedDict[str, Sequence[float]] = OrderedDict()
 
     def _items(
         self, keyed: Sequence[tuple[int, NewVersion | StoredVersion]]
@@ -104,9 +108,7 @@ class VectorIndexer:
         for offset in range(0, len(items), self.batch_size):
             batch = items[offset : offset + self.batch_size]
             flat = [text for _, texts in batch for text in texts]
-            vectors = await self.embedder.embed_documents(flat)
-            if len(vectors) != len(flat):
-                raise ValueError("the embedding model returned a different number of vectors")
+            vectors = await self._embed(flat)
             stored: list[tuple[int, Vector]] = []
             cursor = 0
             for key, texts in batch:
@@ -120,6 +122,25 @@ class VectorIndexer:
             done += len(batch)
             progress(start + done, total if total is not None else len(items))
         return done
+
+    async def _embed(self, texts: list[str]) -> list[Sequence[float]]:
+        """Document vectors, reusing the few most recent: a turn's own text is embedded again
+        each time a later turn of its thread widens its neighbourhood."""
+        assert self.embedder is not None
+        missing = list(dict.fromkeys(t for t in texts if t not in self._recent))
+        if missing:
+            vectors = await self.embedder.embed_documents(missing)
+            if len(vectors) != len(missing):
+                raise ValueError("the embedding model returned a different number of vectors")
+            for text, vector in zip(missing, vectors, strict=True):
+                self._recent[text] = vector
+        found = []
+        for text in texts:
+            found.append(self._recent[text])
+            self._recent.move_to_end(text)
+        while len(self._recent) > _RECENT_VECTORS:
+            self._recent.popitem(last=False)
+        return found
 
     async def pending(self, scope_id: str) -> int:
         if self.embedder is None:
