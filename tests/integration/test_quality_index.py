@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from powercontext import open_runtime
 from powercontext.inference.embeddings.hashing import HashingEmbedder
@@ -109,14 +111,18 @@ async def test_reindex_rebuilds_the_contextual_vectors_the_write_stored(tmp_path
     settings = sqlite_settings(tmp_path / "m.db", "hash", **CONTEXT)
     queries = ("canoe lake", "report Monday", "wetsuits")
     async with open_runtime(settings, embedding_model=embedder) as rt:
-        for scope in ("written", "reindexed"):
+        pending = {}
+        # "reindexed" first: the indexer reuses recent vectors by text, so batch 2 must not
+        # have been embedded for another scope before it fails here
+        for scope in ("reindexed", "written"):
             # batch 1 embeds fine everywhere; batch 2 fails in "reindexed" only, so reindex
             # must rebuild batch 2's neighbourhoods without batch 1's entries
             await rt.memory.for_scope(scope).remember_many(_requests())
             embedder.failing = scope == "reindexed"
             result = await rt.memory.for_scope(scope).remember_many(_requests()[::-1])
+            pending[scope] = result.vectors_pending
             embedder.failing = False
-        assert result.vectors_pending == len(TURNS)
+        assert pending == {"reindexed": len(TURNS), "written": 0}
         assert await rt.memory.for_scope("reindexed").reindex() == len(TURNS)
         written = {q: await _similarities(rt, "written", q) for q in queries}
         assert written == {q: await _similarities(rt, "reindexed", q) for q in queries}
@@ -181,3 +187,29 @@ async def test_turn_by_turn_and_batch_writes_search_alike(tmp_path: Path) -> Non
     # and again from a cold cache (the rewritten tokens are durable)
     async with open_runtime(sqlite_settings(tmp_path / "m.db", "hash")) as rt:
         assert await _ranked(rt.memory.for_scope("turns")) == expected
+
+
+async def test_rebuild_brings_a_stale_scope_to_the_current_profile(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    off = {"index_context_before": 0, "index_context_after": 0, "index_event_date": False}
+    async with open_runtime(sqlite_settings(tmp_path / "m.db", "hash", **off)) as rt:
+        for request in _threaded():
+            await rt.memory.for_scope("chat").remember(request)
+        assert not await rt.memory.profiles.is_stale("chat")
+    async with open_runtime(sqlite_settings(tmp_path / "m.db", "hash")) as rt:
+        assert await rt.memory.profiles.stale_scopes() == ["chat"]
+        memory = rt.memory.for_scope("chat")
+        with caplog.at_level(logging.WARNING, logger="powercontext.memory"):
+            page = await memory.search(SearchMemoryRequest(query="freezing", mode="fts"))
+        assert [hit.metadata["i"] for hit in page.hits] == [1]  # searchable, on the old index
+        assert "reindex --rebuild" in caplog.text
+        head = await memory.head()
+        progress: list[tuple[int, int]] = []
+        assert await rt.memory.rebuild("chat", lambda done, total: progress.append((done, total)))
+        assert progress[-1] == (2 * len(THREADED), 2 * len(THREADED))
+        assert await memory.head() == head  # derived data only: no revision
+        assert await rt.memory.profiles.stale_scopes() == []
+        fresh = rt.memory.for_scope("fresh")
+        await fresh.remember_many(_threaded())
+        assert await _ranked(memory) == await _ranked(fresh)

@@ -68,7 +68,7 @@ class MemoryBackend(Protocol):
     """Whether `page.rerank` (the coarse pool of a reranked search) can be observed."""
 
     async def ingest(
-        self, scope_id: str, requests: Sequence[RememberMemoryRequest], write: WriteMode
+        self, scope_id: str, requests: Sequence[RememberMemoryRequest], write: WriteMode = "turns"
     ) -> IngestOutcome: ...
 
     async def search(self, scope_id: str, request: SearchMemoryRequest) -> Any: ...
@@ -115,7 +115,7 @@ class InProcessBackend:
         self._runtime = runtime
 
     async def ingest(
-        self, scope_id: str, requests: Sequence[RememberMemoryRequest], write: WriteMode
+        self, scope_id: str, requests: Sequence[RememberMemoryRequest], write: WriteMode = "turns"
     ) -> IngestOutcome:
         memory = self._runtime.memory.for_scope(scope_id)
         started = time.perf_counter()
@@ -159,7 +159,7 @@ class SdkBackend:
         self._url = url
 
     async def ingest(
-        self, scope_id: str, requests: Sequence[RememberMemoryRequest], write: WriteMode
+        self, scope_id: str, requests: Sequence[RememberMemoryRequest], write: WriteMode = "turns"
     ) -> IngestOutcome:
         memory = self._client.memory.for_scope(scope_id)
         started = time.perf_counter()
