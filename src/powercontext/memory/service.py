@@ -126,14 +126,7 @@ class MemoryService:
         self.indexer = VectorIndexer(
             store, embedder, self.config.embedding_batch_size, self.config.index
         )
-        self.profiles = IndexProfiles(
-            store,
-            index_profile(
-                self.config.index,
-                self.config.analyzer,
-                embedder.profile.profile_id if embedder is not None else None,
-            ),
-        )
+        self.profiles = IndexProfiles(store, index_profile(self.config.index, self.config.analyzer))
 
     def for_scope(self, scope_id: str) -> ScopedMemory:
         return ScopedMemory(self, validate_scope_id(scope_id))

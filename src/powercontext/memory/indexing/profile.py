@@ -4,7 +4,9 @@ A scope records the profile its entries were indexed under. When the settings ch
 default, another template, another embedding model), searches keep working on the old index
 and say so, until `powercontext reindex --rebuild` re-derives every active version under the
 current profile. Query-time settings (stop words, RRF k, weights) are not part of it: they
-take effect on the next search without touching the index.
+take effect on the next search without touching the index. Nor is the embedding model:
+vectors are stored per embedding profile, so another model's vectors are *missing* (and
+`reindex` fills them), not stale.
 """
 
 from __future__ import annotations
@@ -24,9 +26,7 @@ UNKNOWN_PROFILE = "unknown: indexed before index profiles were recorded"
 """Recorded for a scope that held entries before its first recorded write."""
 
 
-def index_profile(
-    index: IndexTextConfig, analyzer: AnalyzerConfig, embedding_profile_id: str | None
-) -> str:
+def index_profile(index: IndexTextConfig, analyzer: AnalyzerConfig) -> str:
     """The profile as canonical JSON (recorded verbatim, compared as text)."""
     settings: dict[str, Any] = {
         "tokens": 2,  # 2: field prefixes (search.fields); 1: one flat field
@@ -35,7 +35,6 @@ def index_profile(
         "analyzer_strip_clitics": analyzer.strip_clitics,
         "template": index.template,
         "event_date": index.event_date,
-        "embedding_profile": embedding_profile_id,
     }
     if index.contextual:
         settings["context"] = {
