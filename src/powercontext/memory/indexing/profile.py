@@ -54,8 +54,9 @@ def profile_id(profile: str) -> str:
 
 
 class IndexProfiles:
-    """The profile each scope was indexed under, cached per process; `current` is this
-    process's. A stale scope is searched as it is and logged once per process."""
+    """The profile each scope was indexed under; `current` is this process's. A write records
+    a scope's profile once per process; a stale scope is searched as it is, and logged once
+    per process."""
 
     def __init__(self, store: MemoryStore, current: str) -> None:
         self.store = store
@@ -79,13 +80,11 @@ class IndexProfiles:
         self._recorded[scope_id] = recorded
 
     async def recorded(self, scope_id: str) -> str | None:
-        """The profile the scope's index was derived under (None: an empty scope)."""
-        recorded = self._recorded.get(scope_id)
-        if recorded is None:
-            recorded = await self.store.index_profile(scope_id)
-            if recorded is None:
-                return UNKNOWN_PROFILE if await self.store.head(scope_id) is not None else None
-            self._recorded[scope_id] = recorded
+        """The profile the scope's index was derived under (None: an empty scope). Read from
+        the store each time: another process may have rebuilt the scope since."""
+        recorded = await self.store.index_profile(scope_id)
+        if recorded is None and await self.store.head(scope_id) is not None:
+            return UNKNOWN_PROFILE
         return recorded
 
     async def is_stale(self, scope_id: str) -> bool:
