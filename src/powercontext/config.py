@@ -77,6 +77,9 @@ class RuntimeConfig(_Group):
     search_field_weight_context: float = Field(default=0.5, ge=0.0, le=10.0)
     """Full-text channel (BM25F): a neighbour's word against the entry's own word (1.0)."""
     search_field_weight_speaker: float = Field(default=0.5, ge=0.0, le=10.0)
+    search_participant_boost: float = Field(default=0.0, ge=0.0, le=10.0)
+    """A query naming an entry's speaker multiplies the entry's fused score by 1 + this, in
+    both channels' candidates (0: off)."""
     """Full-text channel: a query term naming the entry's speaker (`index_speaker_key`)."""
     analyzer_language: str | None = "english"
     """Snowball stemmer language (`none` disables stemming)."""

@@ -77,6 +77,7 @@ def search_config(settings: ServerSettings) -> SearchConfig:
             drop_query_stopwords=runtime.analyzer_drop_query_stopwords,
             strip_clitics=runtime.analyzer_strip_clitics,
         ),
+        participant_boost=runtime.search_participant_boost,
         fields=FieldWeights(
             context=runtime.search_field_weight_context,
             speaker=runtime.search_field_weight_speaker,

@@ -213,3 +213,29 @@ async def test_rebuild_brings_a_stale_scope_to_the_current_profile(
         fresh = rt.memory.for_scope("fresh")
         await fresh.remember_many(_threaded())
         assert await _ranked(memory) == await _ranked(fresh)
+
+
+async def test_a_named_participant_favours_their_entries_in_both_channels(
+    tmp_path: Path,
+) -> None:
+    turns = [
+        ("Caroline", "I went hiking once."),
+        ("Melanie", "Hiking, hiking, I go hiking every weekend."),
+    ]
+    requests = [
+        RememberMemoryRequest(text=text, metadata={"speaker": speaker}) for speaker, text in turns
+    ]
+    for boost, first in ((0.0, "Melanie"), (1.0, "Caroline")):
+        settings = sqlite_settings(
+            tmp_path / f"{boost}.db",
+            "hash",
+            search_participant_boost=boost,
+            search_field_weight_speaker=0.0,  # the boost alone
+        )
+        async with open_runtime(settings) as rt:
+            memory = rt.memory.for_scope("chat")
+            await memory.remember_many(requests)
+            page = await memory.search(
+                SearchMemoryRequest(query="Where did caroline go hiking", mode="fts")
+            )
+            assert page.hits[0].metadata["speaker"] == first, boost

@@ -66,6 +66,8 @@ class SearchConfig:
     analyzer: AnalyzerConfig = field(default_factory=AnalyzerConfig)
     max_batch_entries: int = 50_000
     embedding_batch_size: int = 64
+    participant_boost: float = 0.0
+    """A query naming an entry's speaker multiplies its fused score by 1 + this (0: off)."""
     fields: FieldWeights = field(default_factory=FieldWeights)
     """Weights of the neighbour and speaker fields in the full-text channel (search.fields)."""
     index: IndexTextConfig = field(default_factory=IndexTextConfig)
