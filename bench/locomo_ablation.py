@@ -81,6 +81,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "defaults, participant boost 0.5": {"search_participant_boost": 0.5},
     "defaults, participant boost 1.0": {"search_participant_boost": 1.0},
     "defaults, participant boost 0.25": {"search_participant_boost": 0.25},
+    "defaults, vector weight 0.7, participant boost 0.5": {
+        "search_rrf_weight_vector": 0.7,
+        "search_participant_boost": 0.5,
+    },
     "defaults, rrf k=10": {"search_rrf_k": 10},
     "defaults, rrf k=5": {"search_rrf_k": 5},
     "defaults, neighbour weight 0.3": {"search_field_weight_context": 0.3},
