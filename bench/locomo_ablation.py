@@ -28,6 +28,7 @@ import hashlib
 import json
 import resource
 import sqlite3
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,7 +42,8 @@ from powercontext.config import RuntimeConfig
 from powercontext.inference.embeddings import build_embedding_model
 from powercontext.memory.ports import EmbeddingModel
 
-ROOT = Path(__file__).resolve().parent.parent
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 CATEGORIES = ("multi-hop", "temporal", "open-domain", "single-hop")
 
@@ -250,6 +252,9 @@ async def main() -> None:
     parser.add_argument("--write", default="turns", choices=("turns", "batch"))
     parser.add_argument("--tune", action="append", help="tuning sample ids (repeatable)")
     parser.add_argument("--list", action="store_true", help="print the variants and exit")
+    parser.add_argument(
+        "--results", help="also write the figures to bench/results/NAME.json (corpus.py)"
+    )
     args = parser.parse_args()
     args.tune = args.tune or ["conv-26", "conv-30"]
     if args.list:
@@ -274,6 +279,11 @@ async def main() -> None:
     (args.out / "ablation.md").write_text(table)
     (args.out / "ablation.json").write_text(json.dumps(results, indent=2))
     print(table)
+    if args.results:
+        sys.path.insert(0, str(BENCH))
+        import corpus
+
+        corpus.write_results(args.results, {"data": str(args.data), "variants": results})
 
 
 if __name__ == "__main__":
