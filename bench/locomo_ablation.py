@@ -54,6 +54,8 @@ OLD_DEFAULTS = {
     "index_context_after": 0,
     "index_event_date": False,
     "index_speaker_key": None,
+    "search_rrf_weight_vector": 1.0,
+    "search_participant_boost": 0.0,
 }
 """The defaults before issue 17: every quality feature off."""
 NO_CONTEXT = {"index_context_before": 0, "index_context_after": 0}
@@ -75,6 +77,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "defaults -speaker": NO_SPEAKER,
     "defaults, neighbours weigh as own": CONCATENATED,
     "defaults, neighbours as own, -speaker": {**CONCATENATED, **NO_SPEAKER},
+    "defaults -participant boost": {"search_participant_boost": 0.0},
+    "defaults, vector weight 1.0": {"search_rrf_weight_vector": 1.0},
+    "defaults, no BM25F, no speaker rules": {
+        **CONCATENATED,
+        **NO_SPEAKER,
+        "search_participant_boost": 0.0,
+    },
     "old + stopwords": {**OLD_DEFAULTS, "analyzer_drop_query_stopwords": True},
     "old + date": {**OLD_DEFAULTS, "index_event_date": True},
     "old + context": {**OLD_DEFAULTS, "index_context_before": 2, "index_context_after": 2},

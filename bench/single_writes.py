@@ -3,7 +3,7 @@ turn, with `thread` and `occurred_at`, as an agent writes) against the same conv
 one `remember_many`, through open_runtime on a fresh SQLite file, at the current defaults.
 
     python bench/single_writes.py                        # conv-26, local MiniLM and no model
-    python bench/single_writes.py --conversation conv-30 --embedding none
+    python bench/single_writes.py --conversation conv-30 --embedding none --embedding hash
 
 Contextual indexing by thread widens the index of the two previous turns of the thread on
 each write (their tokens are rewritten and their vectors re-embedded), so a turn-by-turn
@@ -55,14 +55,16 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--conversation", default="conv-26")
-    parser.add_argument("--embedding", action="append", help="local, hash or none (repeatable)")
+    parser.add_argument(
+        "--embedding", action="append", help="an embedding model setting (repeatable)"
+    )
     parser.add_argument("--output", default="single_writes")
     args = parser.parse_args()
     dataset = load_dataset(args.data)
     conversation = next(c for c in dataset.conversations if c.sample_id == args.conversation)
     requests = list(plan_ingest(conversation, "turn").requests)
     figures: dict[str, Any] = {"conversation": args.conversation, "runs": []}
-    for embedding in args.embedding or ["none", "local"]:
+    for embedding in args.embedding or ["none", "local:all-minilm-l6-v2"]:
         for write in ("turns", "batch"):
             run = {
                 "embedding": embedding,
