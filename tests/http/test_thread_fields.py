@@ -10,6 +10,7 @@ import pytest
 from powercontext.client import SyncPowerContextClient
 from powercontext.memory import RememberMemoryRequest, SearchMemoryRequest
 from tests.http.conftest import Served
+from tests.http.test_mcp import mcp_client
 
 
 @pytest.mark.parametrize(
@@ -75,3 +76,22 @@ def test_written_values_come_back_on_entries_and_hits(
     assert hit.occurred_at == datetime(2023, 5, 8, 11, 56, tzinfo=UTC)
     # a naive time is read as UTC
     assert result.entries[0].occurred_at == datetime(2023, 5, 9, tzinfo=UTC)
+
+
+async def test_the_mcp_remember_tool_takes_thread_and_time(
+    open_server: Served, fresh_scope: str
+) -> None:
+    async with mcp_client(open_server) as client:
+        result = await client.call_tool(
+            "remember",
+            {
+                "scope_id": fresh_scope,
+                "text": "the heron came back",
+                "thread": "walk-3",
+                "occurred_at": "2023-05-08T10:00:00Z",
+            },
+        )
+    assert not result.is_error, result.content
+    assert isinstance(result.structured_content, dict)
+    (entry,) = result.structured_content["entries"]
+    assert entry["thread"] == "walk-3" and entry["occurred_at"] == "2023-05-08T10:00:00Z"
