@@ -21,7 +21,7 @@ from powercontext.memory.errors import (
 from powercontext.memory.indexing.context import IndexSource, IndexTextConfig, fts_tokens
 from powercontext.memory.indexing.profile import IndexProfiles, index_profile
 from powercontext.memory.indexing.rebuild import rebuild_scope
-from powercontext.memory.indexing.threads import WriteIndex, plan_write, source_of, tail_length
+from powercontext.memory.indexing.threads import ThreadIndexer, WriteIndex, source_of
 from powercontext.memory.indexing.vectors import ProgressCallback, VectorIndexer
 from powercontext.memory.models import (
     MemoryChangesPage,
@@ -128,6 +128,7 @@ class MemoryService:
         self.indexer = VectorIndexer(
             store, embedder, self.config.embedding_batch_size, self.config.index
         )
+        self.threads = ThreadIndexer(store, self.config.index, self.config.analyzer)
         self.profiles = IndexProfiles(store, index_profile(self.config.index, self.config.analyzer))
 
     def for_scope(self, scope_id: str) -> ScopedMemory:
@@ -166,19 +167,6 @@ class MemoryService:
             thread=source.thread,
             occurred_at=source.occurred_at,
         )
-
-    async def _thread_tails(
-        self, scope_id: str, sources: Sequence[IndexSource]
-    ) -> list[tuple[int, IndexSource]]:
-        """The stored tail of every thread the batch writes to, each in write order."""
-        limit = tail_length(self.config.index)
-        if limit == 0:
-            return []
-        tails: list[tuple[int, IndexSource]] = []
-        for thread in dict.fromkeys(s.thread for s in sources if s.thread is not None):
-            for stored in await self.store.thread_tail(scope_id, thread, limit=limit):
-                tails.append((stored.key, source_of(stored)))
-        return tails
 
     async def _commit(
         self,
@@ -241,8 +229,7 @@ class MemoryService:
 
         async def plan() -> list[PlannedChange]:
             # Read under the scope lock, so the tail is the one this commit extends.
-            tails = await self._thread_tails(scope_id, sources)
-            index = plan_write(tails, sources, self.config.index, self.config.analyzer)
+            index = await self.threads.plan(scope_id, sources)
             planned[:] = [index]
             return [
                 PlannedChange(
@@ -337,7 +324,7 @@ class MemoryService:
             pending = await self.indexer.embed_new(scope_id, list(zip(keys, news, strict=True)))
         else:
             index = planned()
-            await self._rewrite_neighbours(scope_id, index)
+            await self.threads.rewrite_neighbours(scope_id, index)
             new = list(zip(keys, index.embeddings, strict=True))
             pending = await self.indexer.embed_items(scope_id, new, index.re_embed)
         stored = await self.store.fetch_versions(scope_id, keys)
@@ -347,20 +334,6 @@ class MemoryService:
             entries=entries,
             vectors_pending=pending,
         )
-
-    async def _rewrite_neighbours(self, scope_id: str, index: WriteIndex) -> None:
-        """The earlier entries' tokens: derived data, so a failure leaves the write standing
-        (their tokens lack the new neighbour until `reindex --rebuild`)."""
-        if not index.rewrites:
-            return
-        try:
-            await self.store.rewrite_index_tokens(scope_id, index.rewrites)
-        except Exception as exc:
-            log.warning(
-                "rewriting the tokens of %d neighbours failed after commit (%s)",
-                len(index.rewrites),
-                type(exc).__name__,
-            )
 
     # ---- index profiles ------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ by the new entries, the result equals what one batch of the whole thread would h
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,10 +20,11 @@ from powercontext.memory.indexing.context import (
     fts_tokens,
     neighbourhoods,
 )
-from powercontext.memory.ports import NewVersion, StoredVersion
+from powercontext.memory.ports import MemoryStore, NewVersion, StoredVersion
 from powercontext.memory.search.analyze import AnalyzerConfig
 
 EmbeddingItem = tuple[int, tuple[str, ...]]
+log = logging.getLogger("powercontext.memory")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,3 +93,36 @@ def index_sequences(versions: Sequence[StoredVersion]) -> list[list[StoredVersio
             key = ("alone", version.key)
         groups.setdefault(key, []).append(version)
     return list(groups.values())
+
+
+class ThreadIndexer:
+    """The store side of a write's index: the threads' tails in, the neighbours' tokens out."""
+
+    def __init__(self, store: MemoryStore, index: IndexTextConfig, analyzer: AnalyzerConfig):
+        self.store = store
+        self.index = index
+        self.analyzer = analyzer
+
+    async def plan(self, scope_id: str, sources: Sequence[IndexSource]) -> WriteIndex:
+        """Call under the scope's write lock, so the tails are the ones the commit extends."""
+        limit = tail_length(self.index)
+        tails: list[tuple[int, IndexSource]] = []
+        threads = dict.fromkeys(s.thread for s in sources if s.thread is not None)
+        for thread in threads if limit else ():
+            for stored in await self.store.thread_tail(scope_id, thread, limit=limit):
+                tails.append((stored.key, source_of(stored)))
+        return plan_write(tails, sources, self.index, self.analyzer)
+
+    async def rewrite_neighbours(self, scope_id: str, index: WriteIndex) -> None:
+        """The earlier entries' tokens: derived data, so a failure leaves the write standing
+        (their tokens lack the new neighbour until `reindex --rebuild`)."""
+        if not index.rewrites:
+            return
+        try:
+            await self.store.rewrite_index_tokens(scope_id, index.rewrites)
+        except Exception as exc:
+            log.warning(
+                "rewriting the tokens of %d neighbours failed after commit (%s)",
+                len(index.rewrites),
+                type(exc).__name__,
+            )
