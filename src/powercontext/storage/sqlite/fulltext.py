@@ -113,6 +113,7 @@ class ScopeTerms:
         self._rewritten: dict[int, npt.NDArray[np.int32]] = {}
         """Distinct term ids of rows whose tokens were rewritten after they were cached."""
         self._inactive: tuple[int, npt.NDArray[np.int64]] | None = None
+        self._norms: dict[str, npt.NDArray[np.float32]] = {}
         self._weights: dict[
             tuple[str, FieldWeights], tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]
         ] = {}
@@ -157,6 +158,7 @@ class ScopeTerms:
         self.last_rewrite = upto
         if rows:
             self._weights.clear()
+            self._norms.clear()
 
     def _rewrite_row(self, row: int, tokens: list[str]) -> None:
         counts: dict[str, int] = {}
@@ -212,6 +214,7 @@ class ScopeTerms:
         self.size = end
         self.last_key = int(rows[-1][0])
         self._weights.clear()  # the average length changed
+        self._norms.clear()
         vocabulary: dict[str, int] = {}
         flat = [vocabulary.setdefault(t, len(vocabulary)) for tokens in token_lists for t in tokens]
         if not flat:
@@ -322,9 +325,19 @@ class ScopeTerms:
             self._inactive = (revision, np.flatnonzero(~active))
         return self._inactive[1]
 
-    def _norm(self, lengths: npt.NDArray[np.float32], total: float) -> npt.NDArray[np.float32]:
-        average = total / self.size if self.size and total > 0 else 1.0
-        return (1.0 - B + B * lengths / average).astype(np.float32)
+    def _norm(self, field: str) -> npt.NDArray[np.float32]:
+        """B_f of every row, computed once per change of the rows (like the term weights)."""
+        norm = self._norms.get(field)
+        if norm is None:
+            lengths, total = (
+                (self.own_lengths, self.own_total)
+                if field == "own"
+                else (self.context_lengths, self.context_total)
+            )
+            average = total / self.size if self.size and total > 0 else 1.0
+            norm = (1.0 - B + B * lengths[: self.size] / average).astype(np.float32)
+            self._norms[field] = norm
+        return norm
 
     def _term_weights(
         self, term: str, fields: FieldWeights
@@ -339,10 +352,10 @@ class ScopeTerms:
         parts: list[tuple[_Postings, float, npt.NDArray[np.float32] | None]] = []
         own = self.terms.get(term)
         if own is not None:
-            parts.append((own, 1.0, self._norm(self.own_lengths, self.own_total)))
+            parts.append((own, 1.0, self._norm("own")))
         context = self.terms.get(CONTEXT_PREFIX + term) if fields.context > 0 else None
         if context is not None:
-            context_norm = self._norm(self.context_lengths, self.context_total)
+            context_norm = self._norm("context")
             parts.append((context, fields.context, context_norm))
         speaker = self.terms.get(SPEAKER_PREFIX + term) if fields.speaker > 0 else None
         if speaker is not None:
