@@ -215,16 +215,7 @@ class MemoryService:
         if len(expected) > 1:
             raise MemoryValidationError("entries of one batch must share one expected_revision")
 
-        sources = [
-            IndexSource(
-                kind=r.kind,
-                text=r.text,
-                metadata=r.metadata,
-                thread=r.thread,
-                occurred_at=r.occurred_at,
-            )
-            for r in requests
-        ]
+        sources = [source_of(request) for request in requests]
         planned: list[WriteIndex] = []
 
         async def plan() -> list[PlannedChange]:

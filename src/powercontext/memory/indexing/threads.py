@@ -10,8 +10,10 @@ by the new entries, the result equals what one batch of the whole thread would h
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
 
 from powercontext.memory.indexing.context import (
     IndexSource,
@@ -20,7 +22,7 @@ from powercontext.memory.indexing.context import (
     fts_tokens,
     neighbourhoods,
 )
-from powercontext.memory.ports import MemoryStore, NewVersion, StoredVersion
+from powercontext.memory.ports import MemoryStore, StoredVersion
 from powercontext.memory.search.analyze import AnalyzerConfig
 
 EmbeddingItem = tuple[int, tuple[str, ...]]
@@ -39,8 +41,23 @@ class WriteIndex:
     """(key, embedding inputs) of stored neighbours whose vectors the new entries change."""
 
 
-def source_of(version: NewVersion | StoredVersion) -> IndexSource:
-    """What the index sees of a version."""
+class Indexable(Protocol):
+    """A version, new or stored, or a remember request: what the index reads of it."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def metadata(self) -> Mapping[str, Any]: ...
+    @property
+    def thread(self) -> str | None: ...
+    @property
+    def occurred_at(self) -> datetime | None: ...
+
+
+def source_of(version: Indexable) -> IndexSource:
+    """What the index sees of a version (or of a request to write one)."""
     return IndexSource(
         kind=version.kind,
         text=version.text,
