@@ -154,8 +154,7 @@ MEMORY_TOOLS: tuple[MemoryTool, ...] = (
     MemoryTool(
         "remember",
         "Remember one entry (text; optional kind, metadata, thread and occurred_at) in a scope; "
-        "creates one "
-        "revision and returns the citations of the version written.",
+        "creates one revision and returns the citations of the version written.",
         RememberOneRequest,
         WriteResultModel,
         _remember,
