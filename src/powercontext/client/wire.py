@@ -117,6 +117,8 @@ def _search_page(payload: Any) -> MemorySearchPage:
             metadata=hit["metadata"],
             score=hit["score"],
             matched_by=tuple(hit["matched_by"]),
+            thread=hit.get("thread"),
+            occurred_at=hit.get("occurred_at"),
             explain=tuple(ChannelScore.model_validate(e) for e in hit.get("explain", ())),
         )
         for hit in payload["hits"]

@@ -27,6 +27,8 @@ def entry_from_stored(scope_id: str, revision: int, stored: StoredVersion) -> Me
         metadata=stored.metadata,
         created_at=stored.created_at,
         active=stored.removed_revision is None,
+        thread=stored.thread,
+        occurred_at=stored.event_time,
     )
 
 

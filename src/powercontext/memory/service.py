@@ -7,6 +7,7 @@ lock: they read the head once and pass that exact revision to every later read.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,11 @@ from powercontext.memory.errors import (
 )
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.idempotency import claim_for, replay
-from powercontext.memory.indexing import ProgressCallback, VectorIndexer
+from powercontext.memory.indexing.context import IndexSource, IndexTextConfig, fts_tokens
+from powercontext.memory.indexing.profile import IndexProfiles, index_profile
+from powercontext.memory.indexing.rebuild import rebuild_scope
+from powercontext.memory.indexing.threads import ThreadIndexer, WriteIndex, source_of
+from powercontext.memory.indexing.vectors import ProgressCallback, VectorIndexer
 from powercontext.memory.models import (
     MemoryChangesPage,
     MemoryCitation,
@@ -52,8 +57,10 @@ from powercontext.memory.ports import (
 from powercontext.memory.scoped import ScopedMemory, validate_scope_id
 from powercontext.memory.scopes import ScopeSummary, scope_summaries
 from powercontext.memory.search.analyze import AnalyzerConfig
-from powercontext.memory.search.context import IndexSource, IndexTextConfig, fts_tokens
+from powercontext.memory.search.fields import FieldWeights
 from powercontext.memory.searching import run_search
+
+log = logging.getLogger("powercontext.memory")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +73,10 @@ class SearchConfig:
     analyzer: AnalyzerConfig = field(default_factory=AnalyzerConfig)
     max_batch_entries: int = 50_000
     embedding_batch_size: int = 64
+    participant_boost: float = 0.0
+    """A query naming an entry's speaker multiplies its fused score by 1 + this (0: off)."""
+    fields: FieldWeights = field(default_factory=FieldWeights)
+    """Weights of the neighbour and speaker fields in the full-text channel (search.fields)."""
     index: IndexTextConfig = field(default_factory=IndexTextConfig)
     """What the channels index per entry: template and contextual neighbours."""
     timeout_seconds: float | None = None
@@ -105,6 +116,8 @@ class MemoryService:
         self.indexer = VectorIndexer(
             store, embedder, self.config.embedding_batch_size, self.config.index
         )
+        self.threads = ThreadIndexer(store, self.config.index, self.config.analyzer)
+        self.profiles = IndexProfiles(store, index_profile(self.config.index, self.config.analyzer))
 
     def for_scope(self, scope_id: str) -> ScopedMemory:
         return ScopedMemory(self, validate_scope_id(scope_id))
@@ -118,28 +131,30 @@ class MemoryService:
         self,
         entry_id: str,
         version: int,
-        kind: str,
-        text: str,
-        metadata: dict[str, object],
+        source: IndexSource,
         tokens: str | None = None,
     ) -> NewVersion:
-        """`tokens` comes from the whole batch when the index uses neighbouring entries;
-        a lone version (revise, reactivate) is its own batch."""
+        """`tokens` comes from the thread or batch when the index uses neighbouring entries; a
+        lone version (revise, reactivate) is indexed alone and is nobody's neighbour."""
         if tokens is None:
-            (tokens,) = self._batch_tokens([(kind, text, metadata)])
+            alone = IndexSource(
+                kind=source.kind,
+                text=source.text,
+                metadata=source.metadata,
+                occurred_at=source.occurred_at,
+            )
+            (tokens,) = fts_tokens([alone], self.config.index, self.config.analyzer)
         return NewVersion(
             entry_id=entry_id,
             entry_version_id=uuid.uuid4().hex,
             version=version,
-            kind=kind,
-            text=text,
-            metadata=dict(metadata),
+            kind=source.kind,
+            text=source.text,
+            metadata=dict(source.metadata),
             index_tokens=tokens,
+            thread=source.thread,
+            occurred_at=source.occurred_at,
         )
-
-    def _batch_tokens(self, batch: Sequence[tuple[str, str, dict[str, object]]]) -> list[str]:
-        sources = [IndexSource(kind=k, text=t, metadata=m) for k, t, m in batch]
-        return fts_tokens(sources, self.config.index, self.config.analyzer)
 
     async def remember_many(
         self, scope_id: str, requests: Sequence[RememberMemoryRequest]
@@ -156,21 +171,25 @@ class MemoryService:
             raise MemoryValidationError("entries of one batch must share one expected_revision")
         claim = claim_for("remember", requests)
 
-        tokens = self._batch_tokens([(r.kind, r.text, r.metadata) for r in requests])
+        sources = [source_of(request) for request in requests]
+        planned: list[WriteIndex] = []
 
         async def plan() -> list[PlannedChange]:
+            # Read under the scope lock, so the tail is the one this commit extends.
+            index = await self.threads.plan(scope_id, sources)
+            planned[:] = [index]
             return [
                 PlannedChange(
                     op="add",
-                    new=self._new_version(
-                        uuid.uuid4().hex, 1, r.kind, r.text, r.metadata, tokens=batch_tokens
-                    ),
+                    new=self._new_version(uuid.uuid4().hex, 1, source, tokens=tokens),
                     reason=r.reason,
                 )
-                for r, batch_tokens in zip(requests, tokens, strict=True)
+                for r, source, tokens in zip(requests, sources, index.tokens, strict=True)
             ]
 
-        return await self._write(scope_id, requests[0].expected_revision, plan, claim)
+        return await self._write(
+            scope_id, requests[0].expected_revision, plan, claim, lambda: planned[0]
+        )
 
     async def _current(self, scope_id: str, citation: MemoryCitation) -> StoredVersion:
         if citation.memory_ref.scope_id != scope_id:
@@ -195,9 +214,13 @@ class MemoryService:
             new = self._new_version(
                 current.entry_id,
                 current.version + 1,
-                request.kind or current.kind,
-                request.text,
-                current.metadata if request.metadata is None else request.metadata,
+                IndexSource(
+                    kind=request.kind or current.kind,
+                    text=request.text,
+                    metadata=current.metadata if request.metadata is None else request.metadata,
+                    thread=current.thread,
+                    occurred_at=current.occurred_at,
+                ),
             )
             return [
                 PlannedChange(
@@ -236,9 +259,7 @@ class MemoryService:
             current = await self._current(scope_id, request.citation)
             if current.removed_revision is None:
                 raise MemoryValidationError(f"entry {current.entry_id!r} is active already")
-            new = self._new_version(
-                current.entry_id, current.version + 1, current.kind, current.text, current.metadata
-            )
+            new = self._new_version(current.entry_id, current.version + 1, source_of(current))
             return [PlannedChange(op="reactivate", new=new, reason=request.reason)]
 
         return await self._write(
@@ -246,7 +267,12 @@ class MemoryService:
         )
 
     async def _write(
-        self, scope_id: str, expected: int | None, plan: Planner, claim: IdempotencyClaim | None
+        self,
+        scope_id: str,
+        expected: int | None,
+        plan: Planner,
+        claim: IdempotencyClaim | None,
+        planned: Callable[[], WriteIndex] | None = None,
     ) -> MemoryWriteResult:
         committed = await commit_planned(
             self.store, self._lock(scope_id), scope_id, expected, plan, claim
@@ -256,7 +282,14 @@ class MemoryService:
                 self.store, scope_id, committed, await self.indexer.pending(scope_id)
             )
         revision, news, keys = committed
-        pending = await self.indexer.embed_new(scope_id, list(zip(keys, news, strict=True)))
+        await self.profiles.record(scope_id, revision)
+        if planned is None:  # revise, reactivate: one version, indexed alone
+            pending = await self.indexer.embed_new(scope_id, list(zip(keys, news, strict=True)))
+        else:
+            index = planned()
+            await self.threads.rewrite_neighbours(scope_id, index)
+            new = list(zip(keys, index.embeddings, strict=True))
+            pending = await self.indexer.embed_items(scope_id, new, index.re_embed)
         stored = await self.store.fetch_versions(scope_id, keys)
         entries = tuple(entry_from_stored(scope_id, revision, stored[key]) for key in keys)
         return MemoryWriteResult(
@@ -264,6 +297,21 @@ class MemoryService:
             entries=entries,
             vectors_pending=pending,
         )
+
+    # ---- index profiles ------------------------------------------------------------------
+
+    async def rebuild(self, scope_id: str, progress: ProgressCallback | None = None) -> int:
+        """Re-derive every active version's tokens and vectors under the current profile."""
+        async with self._lock(scope_id):
+            count = await rebuild_scope(
+                self.indexer,
+                self.config.index,
+                self.config.analyzer,
+                scope_id,
+                progress or (lambda _done, _total: None),
+            )
+            await self.profiles.mark_rebuilt(scope_id)
+        return count
 
     # ---- embeddings ------------------------------------------------------------------------
 
@@ -360,6 +408,7 @@ class MemoryService:
     # ---- search ----------------------------------------------------------------------------
 
     async def search(self, scope_id: str, request: SearchMemoryRequest) -> MemorySearchPage:
+        await self.profiles.warn_if_stale(scope_id)
         page = await run_search(self, scope_id, request)
         if self._observer is not None:
             trace = page.rerank

@@ -164,6 +164,8 @@ def search_response(
             metadata=hit.metadata,
             score=hit.score,
             matched_by=list(hit.matched_by),
+            thread=hit.thread,
+            occurred_at=hit.occurred_at,
             explain=[ChannelScoreModel.model_validate(e.model_dump()) for e in hit.explain],
         )
         for hit in page.hits
@@ -207,6 +209,8 @@ async def remember(
             text=e.text,
             metadata=e.metadata,
             reason=e.reason,
+            thread=e.thread,
+            occurred_at=e.occurred_at,
             expected_revision=body.expected_revision,
             idempotency_key=body.idempotency_key,
         )
