@@ -78,6 +78,7 @@ def _emptying(schema: str) -> str:
     """Statements that return a used (migrated) schema to its freshly migrated state."""
     tables = (
         "idempotency_keys",
+        "scope_index_profiles",
         "entry_vectors",
         "term_stats",
         "changes",
