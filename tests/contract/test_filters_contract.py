@@ -134,3 +134,35 @@ async def test_the_fts5_channel_filters_too(tmp_path: Path) -> None:
         assert _numbers(page.hits) == [7, 107, 207]
     finally:
         await store.close()
+
+
+async def test_thread_and_occurred_at(store: MemoryStore) -> None:
+    service = MemoryService(store, embedder=HashingEmbedder(dimension=64))
+    scoped = service.for_scope("t")
+    day = datetime(2025, 3, 1, tzinfo=UTC)
+    await scoped.remember_many(
+        [
+            RememberMemoryRequest(
+                text=f"kettle talk {i}",
+                thread="chat-a" if i < 3 else "chat-b",
+                occurred_at=day + timedelta(days=i),
+                metadata={"n": i},
+            )
+            for i in range(6)
+        ]
+        + [RememberMemoryRequest(text="kettle today", metadata={"n": 6})]  # occurred = written
+    )
+    in_a = MemoryFilter(threads=("chat-a",))
+    assert _numbers((await scoped.list(where=in_a)).entries) == [0, 1, 2]
+    window = MemoryFilter(
+        occurred_after=day + timedelta(days=2), occurred_before=day + timedelta(days=4)
+    )
+    assert _numbers((await scoped.list(where=window)).entries) == [2, 3]
+    recent = MemoryFilter(occurred_after=datetime.now(UTC) - timedelta(hours=1))
+    assert _numbers((await scoped.list(where=recent)).entries) == [6]
+    for mode in ("fts", "vector"):
+        both = MemoryFilter(threads=("chat-b",), occurred_before=day + timedelta(days=4))
+        page = await scoped.search(
+            SearchMemoryRequest(query="kettle", mode=mode, filter=both, min_similarity=-1)  # type: ignore[arg-type]
+        )
+        assert _numbers(page.hits) == [3], mode

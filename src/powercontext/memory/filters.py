@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from powercontext.memory.models import Kind
+from powercontext.memory.models import Kind, Thread
 
 MAX_FILTER_VALUES = 100
 MAX_METADATA_CONDITIONS = 16
@@ -58,8 +58,9 @@ class MetadataCondition(BaseModel):
 
 
 class MemoryFilter(BaseModel):
-    """Every given part must hold. Times compare with `created_at` (UTC): `created_after` is
-    inclusive, `created_before` exclusive."""
+    """Every given part must hold. `created_*` compare with the write time, `occurred_*` with
+    `occurred_at` (the write time when none was given); `*_after` is inclusive, `*_before`
+    exclusive."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -71,16 +72,31 @@ class MemoryFilter(BaseModel):
         max_length=MAX_METADATA_CONDITIONS,
         description="Conditions per top-level metadata key; all must hold.",
     )
+    threads: tuple[Thread, ...] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="The entry's thread is one of these.",
+    )
     created_after: datetime | None = Field(
         default=None, description="Written at or after this time (with a time zone)."
     )
     created_before: datetime | None = Field(
         default=None, description="Written before this time (with a time zone)."
     )
+    occurred_after: datetime | None = Field(
+        default=None,
+        description="The event happened at or after this time (`occurred_at`, else the write "
+        "time; with a time zone).",
+    )
+    occurred_before: datetime | None = Field(
+        default=None, description="The event happened before this time (with a time zone)."
+    )
 
     @model_validator(mode="after")
     def _aware_times(self) -> MemoryFilter:
-        for value in (self.created_after, self.created_before):
+        times = (self.created_after, self.created_before, self.occurred_after, self.occurred_before)
+        for value in times:
             if value is not None and value.tzinfo is None:
                 raise ValueError("filter times need a time zone (e.g. 2026-01-01T00:00:00Z)")
         return self
@@ -89,7 +105,15 @@ class MemoryFilter(BaseModel):
     def empty(self) -> bool:
         return (
             self.kinds is None
+            and self.threads is None
             and not self.metadata
-            and self.created_after is None
-            and self.created_before is None
+            and all(
+                value is None
+                for value in (
+                    self.created_after,
+                    self.created_before,
+                    self.occurred_after,
+                    self.occurred_before,
+                )
+            )
         )

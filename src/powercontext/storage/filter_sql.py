@@ -26,23 +26,36 @@ def filter_sql(
     mark = "?" if dialect == "sqlite" else "%s"
     parts: list[str] = []
     params: list[object] = []
-    if where.kinds is not None:
+    sets: tuple[tuple[str, tuple[str, ...] | None], ...] = (
+        ("kind", where.kinds),
+        ("thread", where.threads),
+    )
+    for column, values in sets:
+        if values is None:
+            continue
         if dialect == "sqlite":
-            parts.append(f"{prefix}kind IN ({','.join(mark * len(where.kinds))})")
-            params.extend(where.kinds)
+            parts.append(f"{prefix}{column} IN ({','.join(mark * len(values))})")
+            params.extend(values)
         else:
-            parts.append(f"{prefix}kind = ANY(%s::text[])")
-            params.append(list(where.kinds))
-    for bound, op in ((where.created_after, ">="), (where.created_before, "<")):
+            parts.append(f"{prefix}{column} = ANY(%s::text[])")
+            params.append(list(values))
+    # Both backends store UTC times (ISO 8601 text on SQLite), so text order is time order.
+    event = f"COALESCE({prefix}occurred_at, {prefix}created_at)"
+    for column, bound, op in (
+        (f"{prefix}created_at", where.created_after, ">="),
+        (f"{prefix}created_at", where.created_before, "<"),
+        (event, where.occurred_after, ">="),
+        (event, where.occurred_before, "<"),
+    ):
         if bound is not None:
-            parts.append(f"{prefix}created_at {op} {mark}")
+            parts.append(f"{column} {op} {mark}")
             utc = bound.astimezone(UTC)
             params.append(utc.isoformat() if dialect == "sqlite" else utc)
     for key, condition in where.metadata.items():
         build = _sqlite_condition if dialect == "sqlite" else _postgres_condition
-        clause, values = build(f"{prefix}metadata", key, condition)
+        clause, condition_params = build(f"{prefix}metadata", key, condition)
         parts.append(clause)
-        params.extend(values)
+        params.extend(condition_params)
     return " AND " + " AND ".join(parts), params
 
 
