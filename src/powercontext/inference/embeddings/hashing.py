@@ -89,6 +89,10 @@ class HashingEmbedder:
         result: list[list[float]] = matrix.tolist()
         return result
 
+    async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """Queries and documents embed alike here (no query prefix)."""
+        return await self.embed_documents(texts)
+
     async def embed_query(self, text: str) -> list[float]:
         result: list[float] = self.embed_sync([text])[0].tolist()
         return result
