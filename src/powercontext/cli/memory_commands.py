@@ -3,6 +3,8 @@ revise|reactivate|changes|head|history)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -73,6 +75,42 @@ def search(
         request = SearchMemoryRequest(query=query, limit=limit, mode=_mode(mode))
     page = run(local, server_url, api_key, scope, lambda m: m.search(request))
     output.print_search(page, as_json)
+
+
+@app.command("search-batch")
+def search_batch(
+    scope: Scope,
+    queries_file: Annotated[
+        str, typer.Argument(help="A file of queries, one per line; `-` (default): stdin.")
+    ] = "-",
+    limit: Annotated[int, typer.Option(min=1, max=100, help="Maximum hits per query.")] = 10,
+    mode: Annotated[str, typer.Option(help="auto, fts, vector or hybrid.")] = "auto",
+    local: Local = False,
+    server_url: ServerUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Run many searches in one call, all at one revision: one query per line (blank lines
+    are skipped); prints one block of hits per query, in order."""
+    with fail_on_errors():
+        queries = read_queries(queries_file)
+        requests = [SearchMemoryRequest(query=q, limit=limit, mode=_mode(mode)) for q in queries]
+    pages = run(local, server_url, api_key, scope, lambda m: m.search_batch(requests))
+    output.print_search_batch(queries, pages, as_json)
+
+
+def read_queries(source: str) -> list[str]:
+    if source == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise MemoryValidationError(f"cannot read {source}: {exc.strerror}") from exc
+    queries = [line.strip() for line in text.splitlines() if line.strip()]
+    if not queries:
+        raise MemoryValidationError("no queries: give one query per line")
+    return queries
 
 
 def _mode(value: str) -> SearchMode:
