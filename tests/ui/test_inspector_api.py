@@ -97,6 +97,8 @@ def test_search_returns_the_coarse_pool_and_the_selection(inspector: Inspector) 
     odd = [rank for rank in range(len(pool), 0, -1) if rank % 2 == 1]
     assert trace["selected_ranks"] == odd[:3]
     assert trace["used_fallback"] is False
+    assert trace["candidate_policy_id"] == "powercontext.memory.candidates.fixed.v1"
+    assert trace["candidate_limit"] == 30 and trace["query_class"] is None
     # Beyond the limit, out of range and repeated ranks are all discarded, in the given order.
     assert trace["discarded_ranks"] == [*odd[3:], len(pool) + 7, odd[0]]
     assert trace["discarded_rank_count"] == len(trace["discarded_ranks"])
