@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,7 +37,7 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus as data
-from http_load import _free_port, _process_cpu_seconds, wait_ready
+from http_load import _free_port, _process_cpu_seconds, start_server, wait_ready
 
 from powercontext import ServerSettings, open_runtime
 from powercontext.config import DatabaseConfig, InferenceConfig
@@ -83,21 +81,6 @@ async def ingest(db: Path, texts: list[str], profile: EmbeddingProfile) -> float
             result = await memory.remember_many([RememberMemoryRequest(text=t) for t in chunk])
             assert result.vectors_pending == 0
     return time.perf_counter() - started
-
-
-def start_server(db: Path, port: int) -> subprocess.Popen[bytes]:
-    env = os.environ | {
-        "POWERCONTEXT_SERVER_DATABASE_URL": f"sqlite:///{db}",
-        "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL": EMBEDDING_MODEL,
-        "POWERCONTEXT_SERVER_HTTP_HOST": "127.0.0.1",
-        "POWERCONTEXT_SERVER_HTTP_PORT": str(port),
-    }
-    return subprocess.Popen(
-        [sys.executable, "-m", "powercontext.cli", "server", "run"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
 
 
 async def _phase(
@@ -156,7 +139,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         db = Path(tmp) / "bench.db"
         ingest_s = await ingest(db, texts, profile)
         port = _free_port()
-        server = start_server(db, port)
+        server = start_server(db, port, EMBEDDING_MODEL)
         try:
             url = f"http://127.0.0.1:{port}"
             await wait_ready(url, server, within=120)
