@@ -45,7 +45,8 @@ class RuntimeConfig(_Group):
     service (Cohere-, Jina-, TEI-compatible) at memory_rerank_endpoint_url."""
     memory_rerank_failure_policy: Literal["fail_closed", "fail_open"] = "fail_closed"
     """`fail_open` serves the coarse first k when the provider times out or is unavailable,
-    marked `degraded_provider_error`; invalid provider output stays fail-closed."""
+    marked `degraded_provider_error`; output that stays invalid is served the same way, marked
+    `degraded_invalid_output`."""
     memory_rerank_timeout_seconds: float | None = Field(default=None, gt=0, le=3600)
     """The rerank stage's own deadline (all requests and retries of one rerank); unset: only
     the provider's timeout (and search_timeout_seconds) applies."""
@@ -56,6 +57,9 @@ class RuntimeConfig(_Group):
     memory_rerank_cache_ttl_seconds: float = Field(default=0.0, ge=0, le=86_400)
     """Reuse a decision for the same policy, query, candidate versions and limit; 0: off."""
     memory_rerank_cache_max_entries: int = Field(default=1024, ge=1, le=1_000_000)
+    vector_backfill_interval_seconds: float = Field(default=30.0, ge=0, le=86_400)
+    """Fill vectors left pending (a crash or a provider failure after a text commit) when the
+    runtime opens and then every N seconds, in the background; 0: only `reindex` fills them."""
     memory_rerank_endpoint_url: str | None = None
     """The full URL of the rerank endpoint, e.g. `http://127.0.0.1:8080/rerank`."""
     memory_rerank_endpoint_api_key: SecretStr | None = None

@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from powercontext.config import ServerSettings, env_name
+from powercontext.memory.backfill import VectorBackfill
 from powercontext.memory.errors import ConfigurationError
 from powercontext.memory.ports import EmbeddingModel, MemoryReranker, MemoryStore
 from powercontext.memory.rerank.cache import RerankCache
@@ -32,6 +33,8 @@ class Runtime:
     settings: ServerSettings
     store: MemoryStore
     memory: MemoryService
+    backfill: VectorBackfill | None = None
+    """Fills pending vectors in the background; None without an embedder or when disabled."""
 
     @property
     def embedding_model(self) -> EmbeddingModel | None:
@@ -42,15 +45,24 @@ class Runtime:
         return self.memory.reranker
 
     async def reindex(self, progress: ReindexProgress | None = None) -> dict[str, int]:
-        """Embed every active entry of every scope that lacks a vector of the current profile."""
+        """Embed every active entry of every scope that lacks a vector of the current profile.
+
+        The background backfill pauses meanwhile, so the two never embed the same versions
+        and the counts are this call's own."""
+        if self.backfill is not None:
+            await self.backfill.stop()
         counts: dict[str, int] = {}
-        for scope_id in await self.store.scope_ids():
+        try:
+            for scope_id in await self.store.scope_ids():
 
-            def report(done: int, total: int, scope_id: str = scope_id) -> None:
-                if progress is not None:
-                    progress(scope_id, done, total)
+                def report(done: int, total: int, scope_id: str = scope_id) -> None:
+                    if progress is not None:
+                        progress(scope_id, done, total)
 
-            counts[scope_id] = await self.memory.reindex(scope_id, report)
+                counts[scope_id] = await self.memory.reindex(scope_id, report)
+        finally:
+            if self.backfill is not None:
+                self.backfill.start()
         return counts
 
 
@@ -180,9 +192,16 @@ async def open_runtime(
             "rerank_policy": reranker.policy_id if reranker else None,
         },
     )
+    backfill = None
+    interval = settings.runtime.vector_backfill_interval_seconds
+    if embedder is not None and interval > 0:
+        backfill = VectorBackfill(service, interval_seconds=interval)
+        backfill.start()
     try:
-        yield Runtime(settings=settings, store=store, memory=service)
+        yield Runtime(settings=settings, store=store, memory=service, backfill=backfill)
     finally:
+        if backfill is not None:
+            await backfill.stop()  # before the store closes under it
         # A built-in reranker that holds connections (the endpoint adapter) is ours to close;
         # an injected one belongs to the caller.
         inner = reranker.inner if isinstance(reranker, GuardedReranker) else reranker

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 import threading
@@ -9,9 +10,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import uvicorn
 
+from powercontext.config import DatabaseConfig, InferenceConfig, ServerSettings
 from powercontext.memory.errors import (
     InferenceTimeoutError,
     InferenceUnavailableError,
@@ -20,8 +23,9 @@ from powercontext.memory.errors import (
 from powercontext.memory.models import MemoryHit, MemoryRerankDecision
 from powercontext.memory.ports import MemoryReranker
 from powercontext.runtime import open_runtime
-from powercontext.server import PowerContextApp
+from powercontext.server import PowerContextApp, create_app
 from powercontext.server.app import RuntimeFactory
+from tests import pg_server
 
 
 def with_reranker(reranker: MemoryReranker) -> RuntimeFactory:
@@ -102,3 +106,17 @@ def live_server(app: PowerContextApp, *, startup_timeout: float = 20.0) -> Itera
         server.should_exit = True
         thread.join(timeout=15)
         sock.close()
+
+
+@contextmanager
+def backend_server(backend: str, workdir: Path) -> Iterator[LiveServer]:
+    """A keyless live server without models on a fresh SQLite file or PostgreSQL schema."""
+    if backend == "sqlite":
+        database = f"sqlite:///{workdir / 'memory.db'}"
+    else:
+        database = asyncio.run(pg_server.database_url(workdir))
+    settings = ServerSettings(
+        database=DatabaseConfig(url=database), inference=InferenceConfig(embedding_model="none")
+    )
+    with live_server(create_app(settings)) as server:
+        yield server

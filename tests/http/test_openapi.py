@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +33,24 @@ def test_served_schema_equals_committed_and_generated(open_server: Served) -> No
     )
 
 
-def test_docs_are_served(open_server: Served) -> None:
+def test_docs_are_served_from_local_assets_under_a_csp(open_server: Served) -> None:
+    """Issue 19 item 9: no CDN (the page works offline), no inline script, a strict CSP."""
     with open_server.client() as client:
         docs = client.get("/docs")
-    assert docs.status_code == 200 and "/openapi.json" in docs.text
+        assert docs.status_code == 200
+        csp = docs.headers["content-security-policy"]
+        assert "script-src 'self';" in csp and "default-src 'none'" in csp
+        sources = re.findall(r'(?:src|href)="([^"]+)"', docs.text)
+        assert sources and all(s.startswith("/docs/static/") for s in sources), sources
+        assert "<script>" not in docs.text  # every script is a file the CSP allows
+        for source in sources:
+            asset = client.get(source)
+            assert asset.status_code == 200 and asset.content, source
+        start = client.get("/docs/static/start.js").text
+        assert "/openapi.json" in start
+        assert "SwaggerUIBundle" in client.get("/docs/static/swagger-ui-bundle.js").text
+        assert client.get("/docs/static/../../pyproject.toml").status_code == 404
+        assert client.get("/docs/static/index.html").status_code == 404
 
 
 def test_every_memory_operation_documents_its_errors() -> None:

@@ -103,7 +103,9 @@ async def test_a_new_profile_waits_for_reindex(url: str) -> None:
         await rt.memory.for_scope("project").remember_many(
             [RememberMemoryRequest(text=t) for t in FACTS]
         )
-    async with open_runtime(settings(url)) as rt:
+    manual = settings(url)
+    manual.runtime.vector_backfill_interval_seconds = 0  # else the backfill fills them itself
+    async with open_runtime(manual) as rt:
         memory = rt.memory.for_scope("project")
         assert (await memory.search(SearchMemoryRequest(query="tea"))).mode == "fts"
         assert await memory.pending_vectors() == len(FACTS)

@@ -93,9 +93,21 @@ async def test_fail_closed_default_raises_as_before(
             await memory.search(QUERY)
 
 
-async def test_invalid_output_stays_fail_closed_under_fail_open(db_path: Path) -> None:
+async def test_invalid_output_is_served_degraded_under_fail_open(db_path: Path) -> None:
     settings = sqlite_settings(db_path, memory_rerank_failure_policy="fail_open")
     async with open_runtime(settings, memory_reranker=FaultyReranker("invalid")) as rt:
+        memory = rt.memory.for_scope("p")
+        await _seed(memory)
+        page = await memory.search(QUERY)
+    trace = page.rerank
+    assert trace is not None and page.rerank_status == "degraded_invalid_output"
+    assert trace.selected_ranks == (1, 2, 3) and page.hits == trace.candidate_hits[:3]
+
+
+async def test_invalid_output_stays_fail_closed_by_default(db_path: Path) -> None:
+    async with open_runtime(
+        sqlite_settings(db_path), memory_reranker=FaultyReranker("invalid")
+    ) as rt:
         memory = rt.memory.for_scope("p")
         await _seed(memory)
         with pytest.raises(InvalidInferenceOutputError):
@@ -159,8 +171,9 @@ async def test_cache_reuses_a_decision_until_the_pool_changes(db_path: Path) -> 
     assert inner.calls == 3
 
 
-async def test_degraded_decisions_are_not_cached(db_path: Path) -> None:
-    inner = FaultyReranker("unavailable")
+@pytest.mark.parametrize("mode", ["unavailable", "invalid"])
+async def test_degraded_decisions_are_not_cached(db_path: Path, mode: str) -> None:
+    inner = FaultyReranker(mode)
     settings = sqlite_settings(
         db_path, memory_rerank_cache_ttl_seconds=60, memory_rerank_failure_policy="fail_open"
     )

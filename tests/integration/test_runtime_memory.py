@@ -139,7 +139,9 @@ async def test_explicit_vector_without_embedder_is_refused(db_path: Path) -> Non
 async def test_new_profile_makes_vectors_stale_until_reindex(db_path: Path) -> None:
     async with open_runtime(sqlite_settings(db_path, "none")) as rt:
         await _seed(rt)
-    async with open_runtime(sqlite_settings(db_path, "hash")) as rt:
+    # With the background backfill off; with it on it fills them (test_vector_backfill.py).
+    manual = sqlite_settings(db_path, "hash", vector_backfill_interval_seconds=0)
+    async with open_runtime(manual) as rt:
         memory = rt.memory.for_scope("project")
         assert (await memory.search(SearchMemoryRequest(query="tea"))).mode == "fts"
         with pytest.raises(CapabilityNotSupportedError, match="reindex"):

@@ -108,6 +108,7 @@ class ApiStorageError(ApiError, StorageError):
 
 _BY_CODE: dict[str, type[ApiError]] = {
     "validation_error": ApiValidationError,
+    "invalid_cursor": ApiValidationError,
     "bad_request": ApiValidationError,
     "capability_not_supported": ApiCapabilityNotSupportedError,
     "not_found": ApiNotFoundError,

@@ -21,6 +21,12 @@ class MemoryValidationError(PowerContextError, ValueError):
     code = "validation_error"
 
 
+class InvalidCursorError(MemoryValidationError):
+    """A list cursor that is malformed, or of another scope or revision."""
+
+    code = "invalid_cursor"
+
+
 class NotFoundError(PowerContextError):
     """The cited scope, entry or entry version does not exist (or is not active)."""
 

@@ -24,9 +24,17 @@ SearchMode = Literal["auto", "fts", "vector", "hybrid"]
 ResolvedMode = Literal["fts", "vector", "hybrid"]
 Channel = Literal["fts", "vector"]
 ChangeOp = Literal["add", "revise", "retire", "reactivate"]
-RerankStatus = Literal["applied", "fallback_no_valid_rank", "degraded_provider_error", "disabled"]
+RerankStatus = Literal[
+    "applied",
+    "fallback_no_valid_rank",
+    "degraded_provider_error",
+    "degraded_invalid_output",
+    "disabled",
+]
 """What the rerank stage did: reranked, fell back (RFC: no valid rank), served the coarse order
-after a provider failure (fail-open only), or made no rerank call at all."""
+after a provider failure or invalid output (fail-open only), or made no rerank call at all."""
+DegradedCause = Literal["provider_error", "invalid_output"]
+"""Why a fail-open rerank served the coarse order: no answer in time, or an unusable one."""
 
 
 def normalize_text(value: str) -> str:
@@ -208,6 +216,8 @@ class MemoryRerankDecision(_Frozen):
     truncated_ranks: tuple[int, ...] = ()
     degraded: bool = False
     """Fail-open only: the provider failed and `selected_ranks` is the coarse first k."""
+    degraded_cause: DegradedCause = "provider_error"
+    """When `degraded`: an outage, or output that stayed invalid (e.g. a poisoned entry)."""
     cache_hit: bool = False
     """The decision was reused from the rerank cache; no provider call was made."""
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
+from powercontext.memory.backfill import warn_auto_served_fts
 from powercontext.memory.errors import CapabilityNotSupportedError
 from powercontext.memory.models import (
     Channel,
@@ -76,6 +77,10 @@ async def run_search_batch(
         )
         for r in requests
     ]
+    if missing and any(
+        m == "fts" and r.mode == "auto" for m, r in zip(modes, requests, strict=True)
+    ):
+        warn_auto_served_fts(scope_id, missing)
     if head is None:
         return tuple(MemorySearchPage(memory_ref=None, mode=m, hits=()) for m in modes)
     vectors = await _query_vectors(service, requests, modes)
@@ -231,7 +236,11 @@ async def _rerank(
         selected: tuple[int, ...] = tuple(range(1, min(request.limit, len(pool)) + 1))
         discarded: tuple[int, ...] = ()
         used_fallback = False
-        status = "degraded_provider_error"
+        status = (
+            "degraded_invalid_output"
+            if decision.degraded_cause == "invalid_output"
+            else "degraded_provider_error"
+        )
     else:
         selection = normalize_ranks(decision.selected_ranks, len(pool), request.limit)
         selected, discarded, used_fallback = (
@@ -256,7 +265,7 @@ async def _rerank(
         query_class=choice.query_class,
         candidate_limit=choice.candidate_limit,
     )
-    log = rerank_log.warning if status == "degraded_provider_error" else rerank_log.info
+    log = rerank_log.warning if decision.degraded else rerank_log.info
     log(
         "memory rerank",
         extra={

@@ -7,11 +7,15 @@ lock: they read the head once and pass that exact revision to every later read.
 from __future__ import annotations
 
 import asyncio
+import random
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from powercontext.memory.cursors import decode_cursor, encode_cursor
 from powercontext.memory.errors import (
+    InvalidCursorError,
     MemoryValidationError,
     NotFoundError,
     PayloadTooLargeError,
@@ -48,7 +52,11 @@ from powercontext.memory.search.context import IndexSource, IndexTextConfig, fts
 from powercontext.memory.searching import run_search, run_search_batch
 
 Planner = Callable[[], Awaitable[list[PlannedChange]]]
-_CAS_ATTEMPTS = 5
+COMMIT_RETRY_SECONDS = 30.0
+"""How long a write without expected_revision keeps retrying a lost CAS (another process
+committed first). A count would not do: with N writers sharing a database, losing 5 rounds in a
+row is routine, and the caller asked for 'whatever the head is', which always exists."""
+_BACKOFF_SECONDS = (0.001, 0.05)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +175,10 @@ class MemoryService:
         """Plan and commit under the scope lock; retry a lost CAS only when no revision was
         expected (the caller asked for 'whatever the head is')."""
         async with self._lock(scope_id):
-            for _attempt in range(_CAS_ATTEMPTS):
+            give_up = time.monotonic() + COMMIT_RETRY_SECONDS
+            attempts = 0
+            while True:
+                attempts += 1
                 head = await self.store.head(scope_id)
                 if expected_revision is not None and expected_revision != (head or 0):
                     raise RevisionConflictError(
@@ -182,14 +193,20 @@ class MemoryService:
                 except RevisionConflictError:
                     if expected_revision is not None:
                         raise
+                    if time.monotonic() >= give_up:
+                        raise RevisionConflictError(
+                            f"scope {scope_id!r} kept changing; gave up after {attempts} "
+                            f"attempts in {COMMIT_RETRY_SECONDS:g} s",
+                            expected=None,
+                            actual=None,
+                        ) from None
+                    # Jittered and growing: writers in other processes that lost the same
+                    # round must not collide again in lockstep.
+                    low, high = _BACKOFF_SECONDS
+                    await asyncio.sleep(random.uniform(low, min(high, low * 2**attempts)))
                     continue
                 news = [c.new for c in changes if c.new is not None]
                 return result.revision, news, list(result.keys)
-            raise RevisionConflictError(
-                f"scope {scope_id!r} kept changing; gave up after {_CAS_ATTEMPTS} attempts",
-                expected=None,
-                actual=None,
-            )
 
     async def remember_many(
         self, scope_id: str, requests: Sequence[RememberMemoryRequest]
@@ -315,7 +332,13 @@ class MemoryService:
         stored = await self.store.get_version(scope_id, citation.entry_version_id)
         if stored is None or stored.entry_id != citation.entry_id:
             return None
-        return _entry(scope_id, citation.memory_ref.revision, stored)
+        # A citation names a revision at which the version existed: not one before it was
+        # written, nor one the scope has not reached (echoing a made-up revision back would
+        # vouch for a snapshot that never was).
+        revision = citation.memory_ref.revision
+        if revision < stored.added_revision or revision > (await self.store.head(scope_id) or 0):
+            return None
+        return _entry(scope_id, revision, stored)
 
     async def list(
         self,
@@ -333,17 +356,26 @@ class MemoryService:
         at = head if revision is None else revision
         if not 1 <= at <= head:
             raise NotFoundError(f"scope {scope_id!r} has no revision {at}")
-        after = _parse_cursor(cursor, at)
+        after = await self._cursor_key(scope_id, cursor, at)
         rows = await self.store.list_versions(scope_id, at, after_key=after, limit=limit + 1)
         more = len(rows) > limit
         rows = rows[:limit]
         entries = tuple(_entry(scope_id, at, row) for row in rows)
-        next_cursor = f"{at}:{rows[-1].key}" if more and rows else None
+        next_cursor = encode_cursor(at, rows[-1].entry_version_id) if more and rows else None
         return MemoryEntriesPage(
             memory_ref=MemoryRef(scope_id=scope_id, revision=at),
             entries=entries,
             next_cursor=next_cursor,
         )
+
+    async def _cursor_key(self, scope_id: str, cursor: str | None, revision: int) -> int | None:
+        """The row key a cursor resumes after, looked up in this scope only."""
+        if cursor is None:
+            return None
+        stored = await self.store.get_version(scope_id, decode_cursor(cursor, revision))
+        if stored is None:
+            raise InvalidCursorError("the cursor belongs to another scope")
+        return stored.key
 
     async def changes(
         self, scope_id: str, *, since_revision: int = 0, limit: int = 1000
@@ -399,15 +431,3 @@ class MemoryService:
                 rerank_latency_ms=trace.latency_ms if trace else 0.0,
             )
         )
-
-
-def _parse_cursor(cursor: str | None, revision: int) -> int | None:
-    if cursor is None:
-        return None
-    try:
-        at, key = (int(part) for part in cursor.split(":", 1))
-    except ValueError as exc:
-        raise MemoryValidationError("invalid cursor") from exc
-    if at != revision:
-        raise MemoryValidationError("the cursor belongs to another revision")
-    return key

@@ -15,7 +15,9 @@ from powercontext.runtime import Runtime, open_runtime
 from powercontext.server.auth import ApiKeyAuthority
 from powercontext.server.capability import log_search_capability
 from powercontext.server.contract import DESCRIPTION, TITLE, generate_openapi, load_contract
+from powercontext.server.docs_page import docs_router
 from powercontext.server.errors import install_error_handlers
+from powercontext.server.gate import RequestGate
 from powercontext.server.mcp import McpRoute, McpTools
 from powercontext.server.metrics import ServerMetrics
 from powercontext.server.middleware import RequestContextMiddleware
@@ -67,6 +69,10 @@ def create_app(
             state.runtime = runtime
             state.readiness = ReadinessProbe(runtime)
             log_search_capability(runtime)
+            backfill = runtime.backfill
+            state.metrics.track_vectors_pending(
+                lambda: backfill.pending_total if backfill is not None else 0
+            )
             try:
                 yield
             finally:
@@ -79,12 +85,13 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
         openapi_url="/openapi.json",
-        docs_url="/docs",
+        docs_url=None,  # docs_page serves /docs from local assets, not a CDN
         redoc_url=None,
         separate_input_output_schemas=False,
     )
     app.state.powercontext = state
     app.include_router(router)
+    app.include_router(docs_router)
     # Not part of the v1 contract (openapi/powercontext.yaml): MCP has its own tool schemas.
     app.router.routes.append(McpRoute(mcp_tools))
     install_ui(app, settings)  # /ui, off unless POWERCONTEXT_SERVER_UI_ENABLED=true
@@ -93,5 +100,6 @@ def create_app(
         RequestContextMiddleware,
         metrics=state.metrics,
         max_body_bytes=settings.http.max_body_bytes,
+        gate=RequestGate(state.authority, bind_host=settings.http.host),
     )
     return app

@@ -45,6 +45,24 @@ MALFORMED_REQUEST = {
 
 REPO_CONTRACT = Path(__file__).resolve().parents[3] / "openapi" / "powercontext.yaml"
 PACKAGED_CONTRACT = Path(__file__).resolve().with_name("powercontext.yaml")
+_INT64_MAX = 2**63 - 1
+
+
+def _exact_integer_bounds(node: Any) -> None:
+    """FastAPI's OpenAPI models hold `minimum`/`maximum` as floats, which turns the revision
+    bound 2**63 - 1 into 2.0**63 (one past it) and every integer bound into `0.0`-style
+    numbers. Integer schemas get integer bounds back; none of ours exceeds a signed int64."""
+    if isinstance(node, dict):
+        if node.get("type") == "integer":
+            for key in ("minimum", "maximum"):
+                value = node.get(key)
+                if isinstance(value, float) and value.is_integer():
+                    node[key] = min(int(value), _INT64_MAX)
+        for child in node.values():
+            _exact_integer_bounds(child)
+    elif isinstance(node, list):
+        for child in node:
+            _exact_integer_bounds(child)
 
 
 def generate_openapi(app: FastAPI) -> dict[str, Any]:
@@ -61,6 +79,7 @@ def generate_openapi(app: FastAPI) -> dict[str, Any]:
     for operations in schema.get("paths", {}).values():
         for operation in operations.values():
             _complete(operation)
+    _exact_integer_bounds(schema)
     return schema
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from powercontext.memory.models import RerankStatus
 from powercontext.memory.service import SearchObservation
@@ -47,7 +49,8 @@ class ServerMetrics:
         self.rerank_status = Counter(
             "powercontext_memory_rerank_status",
             "HTTP searches by rerank status: applied, fallback_no_valid_rank, "
-            "degraded_provider_error (fail-open served the coarse order) or disabled.",
+            "degraded_provider_error or degraded_invalid_output (fail-open served the coarse "
+            "order) or disabled.",
             ("status",),
             registry=self.registry,
         )
@@ -57,6 +60,16 @@ class ServerMetrics:
             buckets=_RERANK_BUCKETS,
             registry=self.registry,
         )
+
+        self.vectors_pending = Gauge(
+            "powercontext_memory_vectors_pending",
+            "Active entries without a vector of the current embedding profile, as last counted "
+            "by the background backfill (auto search serves fts for their scopes meanwhile).",
+            registry=self.registry,
+        )
+
+    def track_vectors_pending(self, read: Callable[[], int]) -> None:
+        self.vectors_pending.set_function(read)
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
         self.requests.labels(route, method, str(status)).inc()

@@ -1,4 +1,4 @@
-"""The outermost ASGI layer: request id, body limit, access log, metrics, last-resort 500.
+"""The outermost ASGI layer: request id, header gate, body limit, access log, metrics, last 500.
 
 Pure ASGI (no BaseHTTPMiddleware): it wraps `send` once and buffers the body once, which
 keeps the per-request overhead small. It runs inside Starlette's ServerErrorMiddleware, so it
@@ -18,6 +18,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from powercontext.server.errors import envelope
+from powercontext.server.gate import RequestGate
 from powercontext.server.metrics import ServerMetrics
 
 access_log = logging.getLogger("powercontext.http.access")
@@ -28,6 +29,8 @@ REQUEST_ID_HEADER = "x-request-id"
 _CLIENT_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 UNMATCHED_ROUTE = "unmatched"
+# Every response: a browser must never sniff a JSON answer (or an error) into HTML or script.
+_NOSNIFF = (b"x-content-type-options", b"nosniff")
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -55,10 +58,18 @@ class _TooLarge(Exception):
 
 
 class RequestContextMiddleware:
-    def __init__(self, app: ASGIApp, *, metrics: ServerMetrics, max_body_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        metrics: ServerMetrics,
+        max_body_bytes: int,
+        gate: RequestGate | None = None,
+    ) -> None:
         self.app = app
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
+        self.gate = gate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -75,12 +86,19 @@ class RequestContextMiddleware:
             if message["type"] == "http.response.start":
                 response_started = True
                 status = int(message["status"])
-                headers = [(k, v) for k, v in message.get("headers", ()) if k != b"x-request-id"]
-                headers.append((b"x-request-id", request_id.encode("latin-1")))
+                own = (b"x-request-id", _NOSNIFF[0])
+                headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() not in own]
+                headers += [(b"x-request-id", request_id.encode("latin-1")), _NOSNIFF]
                 message = {**message, "headers": headers}
             await send(message)
 
         try:
+            refusal = self.gate.refuse(scope) if self.gate is not None else None
+            if refusal is not None:
+                # Decided from the headers: the body (possibly huge) is never read.
+                status = refusal.status
+                await _send_error(send_with_id, status, refusal.payload, refusal.headers)
+                return
             if scope.get("method") in _BODY_METHODS:
                 body = await self._read_body(scope, receive)
                 receive = _replay(body, receive)
@@ -155,7 +173,12 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-async def _send_error(send: Send, status: int, payload: dict[str, Any]) -> None:
+async def _send_error(
+    send: Send,
+    status: int,
+    payload: dict[str, Any],
+    headers: tuple[tuple[bytes, bytes], ...] = (),
+) -> None:
     body = json.dumps(payload).encode()
     await send(
         {
@@ -164,6 +187,7 @@ async def _send_error(send: Send, status: int, payload: dict[str, Any]) -> None:
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
+                *headers,
             ],
         }
     )

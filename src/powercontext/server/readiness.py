@@ -12,6 +12,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
+from powercontext.memory.backfill import count_pending
 from powercontext.runtime import Runtime
 from powercontext.server.schemas import ReadinessCheck, ReadyResponse
 
@@ -42,13 +43,38 @@ class ReadinessProbe:
         self._lock = asyncio.Lock()
 
     async def check(self) -> ReadyResponse:
+        pending, vectors = await self._vectors()
         checks = {
             "database": await self._database(),
             "embedding_model": await self._embedding_model(),
             "memory_reranker": self._reranker(),
+            "vectors": vectors,
         }
         ready = all(c.ok for c in checks.values())
-        return ReadyResponse(status="ready" if ready else "not_ready", checks=checks)
+        return ReadyResponse(
+            status="ready" if ready else "not_ready", checks=checks, vectors_pending=pending
+        )
+
+    async def _vectors(self) -> tuple[int, ReadinessCheck]:
+        """Pending vectors degrade search (fts only) but do not make the server unready."""
+        backfill = self.runtime.backfill
+        if self.runtime.embedding_model is None:
+            return 0, ReadinessCheck(ok=True, detail="no embedding model configured")
+        if backfill is not None:
+            pending = backfill.pending_total
+            how = "the background backfill is filling them"
+        else:
+            try:
+                counts = await asyncio.wait_for(count_pending(self.runtime.memory), self.timeout)
+            except Exception as exc:  # the database check reports the outage itself
+                return 0, ReadinessCheck(ok=True, detail=f"not counted ({type(exc).__name__})")
+            pending = sum(counts.values())
+            how = "backfill is off: run `powercontext reindex`"
+        if not pending:
+            return 0, ReadinessCheck(ok=True, detail="every active entry has its vector")
+        return pending, ReadinessCheck(
+            ok=True, detail=f"{pending} vectors pending (auto serves fts meanwhile); {how}"
+        )
 
     async def _database(self) -> ReadinessCheck:
         try:

@@ -9,9 +9,9 @@ a search response carries the rerank trace only redacted, and only when asked fo
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from powercontext.memory.models import (
     MAX_KIND_CHARS,
@@ -33,10 +33,54 @@ from powercontext.memory.models import (
 )
 
 MAX_ID_CHARS = 128
-MAX_CURSOR_CHARS = 64
+MAX_CURSOR_CHARS = 256
+MAX_REVISION = 2**63 - 1
+"""The largest revision (and revision bound) either backend stores: a signed 64-bit integer.
+Beyond it SQLite and PostgreSQL would answer differently, so the wire refuses it (422)."""
+
+# What the wire's strings must be, spelled for the OpenAPI document. The server's own checks
+# (memory.models) strip Python whitespace, which is not ECMAScript's `\s` (it adds
+# U+001C..U+001F and U+0085, lacks U+FEFF), so the class is written out: a client validating
+# against the document accepts exactly what the server accepts.
+_SPACE = (
+    "\\t\\n\\x0b\\x0c\\r \\x1c-\\x1f\\x85\\xa0\\u1680\\u2000-\\u200a"
+    "\\u2028\\u2029\\u202f\\u205f\\u3000"
+)
+NO_NUL_PATTERN = "^[^\\x00]*$"
+NON_BLANK_PATTERN = f"^[^\\x00]*[^\\x00{_SPACE}][^\\x00]*$"
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+def _non_blank_schema() -> Any:
+    return Field(json_schema_extra={"pattern": NON_BLANK_PATTERN})
+
+
+NoNul = Annotated[
+    str, AfterValidator(_no_nul), Field(json_schema_extra={"pattern": NO_NUL_PATTERN})
+]
+"""Ids, cursors and reasons: any text without NUL (PostgreSQL cannot store one; SQLite can)."""
+WireScopeId = Annotated[ScopeId, _non_blank_schema()]
+WireEntryText = Annotated[EntryText, _non_blank_schema()]
+WireQueryText = Annotated[QueryText, _non_blank_schema()]
+WireKind = Annotated[Kind, _non_blank_schema()]
+WireReason = Annotated[
+    Reason, AfterValidator(_no_nul), Field(json_schema_extra={"pattern": NO_NUL_PATTERN})
+]
+
+
+def _int_field(default: Any = ..., *, ge: int, le: int = MAX_REVISION, description: str) -> Any:
+    """A JSON integer, never a boolean (`false` is not 0 here) nor a float."""
+    return Field(default, ge=ge, le=le, strict=True, description=description)
+
 
 ErrorCode = Literal[
     "validation_error",
+    "invalid_cursor",
     "capability_not_supported",
     "revision_conflict",
     "not_found",
@@ -82,7 +126,7 @@ def _scope_field() -> Any:
 
 
 def _expected_field() -> Any:
-    return Field(default=None, ge=0, description=_EXPECTED)
+    return _int_field(None, ge=0, description=_EXPECTED)
 
 
 def _reason_field() -> Any:
@@ -95,18 +139,18 @@ def _reason_field() -> Any:
 class MemoryRefModel(_Wire):
     """One exact revision of one scope's Memory."""
 
-    scope_id: ScopeId = Field(description="The scope this revision belongs to.")
-    revision: int = Field(ge=1, description="The scope's revision number, from 1, increasing.")
+    scope_id: WireScopeId = Field(description="The scope this revision belongs to.")
+    revision: int = _int_field(ge=1, description="The scope's revision number, from 1, increasing.")
 
 
 class CitationModel(_Wire):
     """Names one immutable entry version as seen at one revision; `get` resolves it forever."""
 
     memory_ref: MemoryRefModel = Field(description="The revision at which the entry was seen.")
-    entry_id: str = Field(
+    entry_id: NoNul = Field(
         min_length=1, max_length=MAX_ID_CHARS, description="The entry (stable across versions)."
     )
-    entry_version_id: str = Field(
+    entry_version_id: NoNul = Field(
         min_length=1, max_length=MAX_ID_CHARS, description="The exact, immutable entry version."
     )
 
@@ -117,23 +161,23 @@ class CitationModel(_Wire):
 class RememberEntryModel(_Wire):
     """One entry of a batch."""
 
-    kind: Kind = Field(default="fact", description=_KIND)
-    text: EntryText = Field(min_length=1, max_length=MAX_TEXT_BYTES, description=_TEXT)
+    kind: WireKind = Field(default="fact", description=_KIND)
+    text: WireEntryText = Field(min_length=1, max_length=MAX_TEXT_BYTES, description=_TEXT)
     metadata: Metadata = Field(default_factory=dict, description=_METADATA)
-    reason: Reason | None = _reason_field()
+    reason: WireReason | None = _reason_field()
 
 
 class RememberOneRequest(RememberEntryModel):
     """Remember one entry; creates one revision."""
 
-    scope_id: ScopeId = _scope_field()
+    scope_id: WireScopeId = _scope_field()
     expected_revision: int | None = _expected_field()
 
 
 class RememberBatchRequest(_Wire):
     """Remember many entries in one revision (all or nothing)."""
 
-    scope_id: ScopeId = _scope_field()
+    scope_id: WireScopeId = _scope_field()
     entries: list[RememberEntryModel] = Field(
         min_length=1,
         description=(
@@ -149,14 +193,14 @@ class RememberBatchRequest(_Wire):
 class SearchRequest(_Wire):
     """Search one scope at its current head revision."""
 
-    scope_id: ScopeId = _scope_field()
-    query: QueryText = Field(
+    scope_id: WireScopeId = _scope_field()
+    query: WireQueryText = Field(
         min_length=1,
         max_length=MAX_QUERY_BYTES,
         description=f"The query; not blank; at most {MAX_QUERY_BYTES} UTF-8 bytes.",
     )
-    limit: int = Field(
-        default=10,
+    limit: int = _int_field(
+        10,
         ge=1,
         le=100,
         description="The maximum number of final hits (after reranking, when enabled).",
@@ -214,45 +258,46 @@ class BatchSearchRequest(_Wire):
 class ListEntriesRequest(_Wire):
     """Page through the entries active at one revision, oldest first."""
 
-    scope_id: ScopeId = _scope_field()
-    revision: int | None = Field(
-        default=None, ge=1, description="The revision to list (default the head); 404 if unknown."
+    scope_id: WireScopeId = _scope_field()
+    revision: int | None = _int_field(
+        None, ge=1, description="The revision to list (default the head); 404 if unknown."
     )
-    cursor: str | None = Field(
+    cursor: NoNul | None = Field(
         default=None,
         max_length=MAX_CURSOR_CHARS,
-        description="`next_cursor` of the previous page (422 if invalid or of another revision).",
+        description="`next_cursor` of the previous page, passed exactly as received: opaque "
+        "and bound to this scope and revision (422 invalid_cursor otherwise).",
     )
-    limit: int = Field(default=100, ge=1, le=1000, description="Entries per page.")
+    limit: int = _int_field(100, ge=1, le=1000, description="Entries per page.")
 
 
 class GetEntryRequest(_Wire):
     """Resolve a citation to its exact entry version (404 when it names nothing here)."""
 
-    scope_id: ScopeId = _scope_field()
+    scope_id: WireScopeId = _scope_field()
     citation: CitationModel = Field(description="A citation from search, list or a write.")
 
 
 class ReviseEntryRequest(_Wire):
     """Replace an entry's text (and optionally kind and metadata) with a new version."""
 
-    scope_id: ScopeId = _scope_field()
+    scope_id: WireScopeId = _scope_field()
     citation: CitationModel = Field(
         description="Must name the entry's current version (409 if it names an older one)."
     )
-    text: EntryText = Field(min_length=1, max_length=MAX_TEXT_BYTES, description=_TEXT)
-    kind: Kind | None = Field(default=None, description=_KIND + " Default: unchanged.")
+    text: WireEntryText = Field(min_length=1, max_length=MAX_TEXT_BYTES, description=_TEXT)
+    kind: WireKind | None = Field(default=None, description=_KIND + " Default: unchanged.")
     metadata: Metadata | None = Field(default=None, description=_METADATA + " Default: unchanged.")
-    reason: Reason | None = _reason_field()
+    reason: WireReason | None = _reason_field()
     expected_revision: int | None = _expected_field()
 
 
 class RetireEntryRequest(_Wire):
     """Retire (soft-delete) an entry: later revisions no longer find it; citations still resolve."""
 
-    scope_id: ScopeId = _scope_field()
+    scope_id: WireScopeId = _scope_field()
     citation: CitationModel = Field(description="Must name the entry's current version.")
-    reason: Reason | None = _reason_field()
+    reason: WireReason | None = _reason_field()
     expected_revision: int | None = _expected_field()
 
 
@@ -263,17 +308,17 @@ class ReactivateEntryRequest(RetireEntryRequest):
 class ChangesRequest(_Wire):
     """The change log of a scope after a revision, oldest first."""
 
-    scope_id: ScopeId = _scope_field()
-    since_revision: int = Field(
-        default=0, ge=0, description="Return changes of revisions after this one."
+    scope_id: WireScopeId = _scope_field()
+    since_revision: int = _int_field(
+        0, ge=0, description="Return changes of revisions after this one."
     )
-    limit: int = Field(default=1000, ge=1, le=10_000, description="Maximum changes returned.")
+    limit: int = _int_field(1000, ge=1, le=10_000, description="Maximum changes returned.")
 
 
 class HeadRequest(_Wire):
     """The scope's current head revision."""
 
-    scope_id: ScopeId = _scope_field()
+    scope_id: WireScopeId = _scope_field()
 
 
 # ---- responses ------------------------------------------------------------------------------
@@ -389,7 +434,9 @@ class SearchResponse(_Wire):
             "of a fail-open deployment (absent otherwise, so existing clients see no change). "
             "`applied` (reranked), `fallback_no_valid_rank` (the reranker answered no usable "
             "rank: coarse order), `degraded_provider_error` (fail-open deployments only: the "
-            "provider timed out or was unavailable, coarse order served) or `disabled` (no "
+            "provider timed out or was unavailable, coarse order served), "
+            "`degraded_invalid_output` (fail-open deployments only: the model's output stayed "
+            "invalid, e.g. steered by a poisoned entry; coarse order served) or `disabled` (no "
             "rerank call: reranking off, or nothing to rerank)."
         ),
     )
@@ -452,7 +499,16 @@ class ReadinessCheck(_Wire):
 class ReadyResponse(_Wire):
     status: Literal["ready", "not_ready"] = Field(description="`ready` when every check is ok.")
     checks: dict[str, ReadinessCheck] = Field(
-        description="`database`, `embedding_model` and `memory_reranker`."
+        description="`database`, `embedding_model`, `memory_reranker` and `vectors`."
+    )
+    vectors_pending: int = Field(
+        default=0,
+        ge=0,
+        description="Active entries without a vector of the current embedding profile (a crash "
+        "or a provider failure after a text commit), as last counted by the background "
+        "backfill. While it is above 0 the scopes concerned serve `auto` as fts and refuse "
+        "`vector`/`hybrid`; it does not make the server not ready: full-text search and "
+        "writes work.",
     )
 
 

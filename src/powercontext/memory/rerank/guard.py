@@ -15,24 +15,30 @@ from typing import Literal
 from powercontext.memory.errors import (
     InferenceTimeoutError,
     InferenceUnavailableError,
+    InvalidInferenceOutputError,
 )
-from powercontext.memory.models import MemoryHit, MemoryRerankDecision
+from powercontext.memory.models import DegradedCause, MemoryHit, MemoryRerankDecision
 from powercontext.memory.ports import MemoryReranker
 from powercontext.memory.rerank.cache import RerankCache
 from powercontext.memory.rerank.deadline import rerank_deadline
 
 FailurePolicy = Literal["fail_closed", "fail_open"]
 
-# Only a provider that did not answer, or not in time, is an outage. A provider that answered
-# with invalid output stays fail-closed even under fail_open: that is a broken model or
-# configuration, which serving the coarse order would hide for good.
+# A provider that did not answer, or not in time, is an outage. Output that stayed invalid is
+# served degraded too under fail_open: the candidates' own text reaches the model, so one
+# poisoned entry could otherwise fail every search that pools it. It is told apart
+# (`degraded_invalid_output`, logged as a warning) so a broken model is not hidden.
 _OUTAGES = (InferenceTimeoutError, InferenceUnavailableError)
 
 
-def coarse_decision(candidate_count: int, limit: int) -> MemoryRerankDecision:
-    """The fail-open answer: the coarse first k, marked degraded."""
+def coarse_decision(
+    candidate_count: int, limit: int, cause: DegradedCause = "provider_error"
+) -> MemoryRerankDecision:
+    """The fail-open answer: the coarse first k, marked degraded with its cause."""
     return MemoryRerankDecision(
-        selected_ranks=tuple(range(1, min(limit, candidate_count) + 1)), degraded=True
+        selected_ranks=tuple(range(1, min(limit, candidate_count) + 1)),
+        degraded=True,
+        degraded_cause=cause,
     )
 
 
@@ -80,6 +86,10 @@ class GuardedReranker:
         except _OUTAGES:
             if self.failure_policy == "fail_open":
                 return coarse_decision(len(candidates), limit)
+            raise
+        except InvalidInferenceOutputError:
+            if self.failure_policy == "fail_open":
+                return coarse_decision(len(candidates), limit, "invalid_output")
             raise
         if key is not None and self.cache is not None:
             self.cache.put(key, decision)

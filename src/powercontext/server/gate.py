@@ -1,0 +1,108 @@
+"""What a request may do, decided from its headers alone, before any body byte is read.
+
+Two rules, applied to every route (HTTP v1, /ui/api and /mcp alike):
+
+- DNS rebinding: a loopback server is reachable by any web page the user opens, under any
+  name that page's DNS points at 127.0.0.1. Such a server answers only when `Host` names the
+  loopback interface and `Origin`, when sent, is a loopback page.
+- Authentication: a protected route with a missing or unknown bearer key is refused with 401
+  before its body is read, so an anonymous client cannot make the server buffer and parse
+  megabytes (the scope check still happens in the route, which knows the body's scope_id).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.types import Scope
+
+from powercontext.server.auth import ApiKeyAuthority, is_loopback
+from powercontext.server.errors import UnauthorizedError, envelope
+
+PROTECTED_PREFIXES = ("/v1/memory/", "/ui/api/", "/mcp")
+"""Routes that need a key when auth is enabled; health, readiness, metrics and docs do not."""
+
+_LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    status: int
+    payload: dict[str, Any]
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+
+
+def _hostname(host_header: str) -> str | None:
+    """The name of a `Host` value (port and IPv6 brackets removed); None when malformed."""
+    try:
+        return urlsplit(f"//{host_header.strip()}").hostname
+    except ValueError:
+        return None
+
+
+def loopback_host(host_header: str | None) -> bool:
+    return host_header is not None and _hostname(host_header) in _LOOPBACK_NAMES
+
+
+def loopback_origin(origin: str) -> bool:
+    try:
+        parts = urlsplit(origin.strip())
+        name = parts.hostname
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and name in _LOOPBACK_NAMES
+
+
+def bearer_token(headers: dict[str, str]) -> str | None:
+    """The credentials of an `Authorization: Bearer <key>` header, else None."""
+    scheme, _, credentials = headers.get("authorization", "").strip().partition(" ")
+    if scheme.lower() != "bearer" or not credentials.strip():
+        return None
+    return credentials.strip()
+
+
+class RequestGate:
+    def __init__(self, authority: ApiKeyAuthority, *, bind_host: str) -> None:
+        self.authority = authority
+        # The rebinding rule is for loopback binds only: a public bind is reached under its
+        # own names, and it requires keys unless the operator opted out explicitly.
+        self.loopback_only = is_loopback(bind_host)
+
+    def refuse(self, scope: Scope) -> Refusal | None:
+        """Why `scope` must not be served, or None when it may go on to its route."""
+        headers = _headers(scope)
+        if self.loopback_only:
+            if not loopback_host(headers.get("host")):
+                return Refusal(
+                    403,
+                    envelope(
+                        "forbidden",
+                        "this loopback server answers only Host: 127.0.0.1, "
+                        "localhost or [::1] (DNS rebinding protection)",
+                    ),
+                )
+            origin = headers.get("origin")
+            if origin is not None and not loopback_origin(origin):
+                return Refusal(
+                    403,
+                    envelope(
+                        "forbidden",
+                        "cross-origin requests from non-loopback pages are "
+                        "refused (DNS rebinding protection)",
+                    ),
+                )
+        path = str(scope.get("path", ""))
+        if self.authority.enabled and path.startswith(PROTECTED_PREFIXES):
+            try:
+                self.authority.authenticate(bearer_token(headers))
+            except UnauthorizedError as exc:
+                return Refusal(
+                    401, envelope("unauthorized", str(exc)), ((b"www-authenticate", b"Bearer"),)
+                )
+        return None
