@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from powercontext.config import ServerSettings, env_name
+from powercontext.config import LLAMACPP_PREFIX, ServerSettings, env_name
 from powercontext.memory.backfill import VectorBackfill
 from powercontext.memory.errors import ConfigurationError
 from powercontext.memory.ports import EmbeddingModel, MemoryReranker, MemoryStore
@@ -116,7 +116,34 @@ def build_reranker(settings: ServerSettings) -> MemoryReranker | None:
         )
     from powercontext.inference.pydantic_ai import build_generation_reranker
 
+    if is_llamacpp_model(settings.inference.generation_model):
+        return guard_reranker(settings, build_local_model_reranker(settings))
     return guard_reranker(settings, build_generation_reranker(settings))
+
+
+def is_llamacpp_model(spec: str | None) -> bool:
+    return spec is not None and spec.startswith(LLAMACPP_PREFIX)
+
+
+def build_local_model_reranker(settings: ServerSettings) -> MemoryReranker:
+    """The listwise reranker over a local GGUF model: it owns the llama.cpp server started
+    here, which stops when the runtime closes the reranker."""
+    from powercontext.inference.llamacpp import LlamaCppServer, model_path
+    from powercontext.inference.pydantic_ai import build_generation_reranker
+
+    inference = settings.inference
+    server = LlamaCppServer.start(
+        model_path(inference.generation_model or ""),
+        threads=inference.llamacpp_threads,
+        context_size=inference.llamacpp_context_size,
+    )
+    try:
+        return build_generation_reranker(
+            settings, local_base_url=server.base_url, on_close=server.close
+        )
+    except BaseException:
+        server.close()
+        raise
 
 
 def guard_reranker(settings: ServerSettings, reranker: MemoryReranker) -> MemoryReranker:
@@ -172,12 +199,16 @@ async def open_runtime(
         if memory_reranker is not None
         else build_reranker(settings)
     )
-    embedder = embedding_model if embedding_model is not None else build_embedder(settings)
     owned = store is None
-    if store is None:
-        from powercontext.storage import open_store
+    try:
+        embedder = embedding_model if embedding_model is not None else build_embedder(settings)
+        if store is None:
+            from powercontext.storage import open_store
 
-        store = await open_store(settings.database.resolved_url())
+            store = await open_store(settings.database.resolved_url())
+    except BaseException:
+        await _close_built_reranker(reranker, injected=memory_reranker is not None)
+        raise
     service = MemoryService(
         store,
         embedder=embedder,
@@ -202,11 +233,15 @@ async def open_runtime(
     finally:
         if backfill is not None:
             await backfill.stop()  # before the store closes under it
-        # A built-in reranker that holds connections (the endpoint adapter) is ours to close;
-        # an injected one belongs to the caller.
-        inner = reranker.inner if isinstance(reranker, GuardedReranker) else reranker
-        close = getattr(inner, "aclose", None) if memory_reranker is None else None
-        if close is not None:
-            await close()
+        await _close_built_reranker(reranker, injected=memory_reranker is not None)
         if owned:
             await store.close()
+
+
+async def _close_built_reranker(reranker: MemoryReranker | None, *, injected: bool) -> None:
+    # A built-in reranker that holds connections (the endpoint adapter) or a local model server
+    # (llama.cpp) is ours to close; an injected one belongs to the caller.
+    inner = reranker.inner if isinstance(reranker, GuardedReranker) else reranker
+    close = getattr(inner, "aclose", None) if not injected else None
+    if close is not None:
+        await close()

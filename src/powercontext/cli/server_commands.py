@@ -23,6 +23,14 @@ def run(
         int | None,
         typer.Option(min=0, max=65535, help="Port (default POWERCONTEXT_SERVER_HTTP_PORT)."),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=64,
+            help="Server processes sharing the port and the database (a file or PostgreSQL).",
+        ),
+    ] = 1,
 ) -> None:
     """Serve until interrupted (SIGINT/SIGTERM shut down gracefully).
 
@@ -38,7 +46,7 @@ def run(
         if overrides:
             http = settings.http.model_copy(update=overrides)
             settings = settings.model_copy(update={"http": http})
-        serve(settings)
+        serve(settings, workers=workers)
 
 
 @app.command()

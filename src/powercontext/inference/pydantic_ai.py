@@ -9,11 +9,13 @@ echo the prompt, which holds memory text.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final, Literal
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Final, Literal
 
-from pydantic import BaseModel, Field, StrictInt
+from pydantic import BaseModel, Field, StrictInt, WithJsonSchema, create_model
 from pydantic_ai import (
     Agent,
     AgentRunError,
@@ -22,6 +24,7 @@ from pydantic_ai import (
     ModelHTTPError,
     ModelRequestTimeout,
     ModelTimeoutError,
+    NativeOutput,
     ToolOutput,
     UnexpectedModelBehavior,
     UsageLimitExceeded,
@@ -31,10 +34,12 @@ from pydantic_ai import (
 from pydantic_ai.embeddings import EmbeddingModel as PydanticAIEmbedder
 from pydantic_ai.embeddings import infer_embedding_model
 from pydantic_ai.models import Model, infer_model
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage
 
-from powercontext.config import env_name
+from powercontext.config import LLAMACPP_PREFIX, OPENAI_COMPATIBLE_PREFIX, env_name
 from powercontext.memory.errors import (
     ConfigurationError,
     InferenceError,
@@ -69,6 +74,42 @@ class RankSelection(BaseModel):
             "at most max_results; empty when no candidate is relevant."
         )
     )
+
+
+OutputMode = Literal["tool", "native"]
+
+
+@functools.lru_cache(maxsize=256)
+def bounded_selection(candidate_count: int, limit: int) -> type[RankSelection]:
+    """RankSelection whose JSON schema bounds the answer: ranks 1..candidate_count, at most
+    `limit` of them. A server that turns the schema into a grammar (llama.cpp, Ollama, vLLM)
+    then cannot emit an endless or out-of-range list, which a small model otherwise does until
+    the context is full. Validation stays RankSelection's own: what a server that ignores the
+    schema sends is normalized by the Memory service like any reranker's output."""
+    rank = Annotated[
+        StrictInt, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": candidate_count})
+    ]
+    description = RankSelection.model_fields["ranks"].description
+    return create_model(
+        "RankSelection",
+        __base__=RankSelection,
+        ranks=(list[rank], Field(description=description, json_schema_extra={"maxItems": limit})),
+    )
+
+
+def _native_max_tokens(limit: int) -> int:
+    # `{"ranks": [...]}` costs about 6 tokens per rank with the whitespace a grammar allows; the
+    # bound makes a server that ignores the schema fail fast instead of filling its context.
+    return 32 + 12 * limit
+
+
+def openai_compatible_model(
+    base_url: str, model_name: str, *, api_key: str | None = None, name: str = "openai-compatible"
+) -> Model:
+    """A chat model on any OpenAI-compatible server (llama.cpp, Ollama, vLLM) at `base_url`."""
+    # Local servers ignore the key, but the OpenAI SDK refuses to send a request without one.
+    provider = OpenAICompatibleProvider(name, base_url=base_url, api_key=api_key or "unused")
+    return OpenAIChatModel(model_name, provider=provider)
 
 
 def _run_usage(usage: RunUsage) -> InferenceUsage:
@@ -147,11 +188,15 @@ class PydanticAIListwiseReranker:
         timeout_seconds: float,
         max_requests: int,
         max_candidate_chars: int = 1200,
+        output_mode: OutputMode = "tool",
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         if not (timeout_seconds > 0 and math.isfinite(timeout_seconds)):
             raise ValueError("timeout_seconds must be a positive number")
         if max_requests < 1:
             raise ValueError("max_requests must be at least 1")
+        self.output_mode = output_mode
+        self._on_close = on_close
         self.timeout_seconds = timeout_seconds
         self.max_requests = max_requests
         self.max_candidate_chars = max_candidate_chars
@@ -178,7 +223,19 @@ class PydanticAIListwiseReranker:
         prompt = build_listwise_prompt(query, candidates, limit, self.max_candidate_chars)
         try:
             async with asyncio.timeout(self.timeout_seconds):
-                result = await self._agent.run(prompt.text, usage_limits=self._usage_limits)
+                if self.output_mode == "native":
+                    result = await self._agent.run(
+                        prompt.text,
+                        usage_limits=self._usage_limits,
+                        output_type=NativeOutput(
+                            bounded_selection(len(candidates), limit),
+                            name=OUTPUT_TOOL_NAME,
+                            strict=True,
+                        ),
+                        model_settings=ModelSettings(max_tokens=_native_max_tokens(limit)),
+                    )
+                else:
+                    result = await self._agent.run(prompt.text, usage_limits=self._usage_limits)
         except Exception as exc:
             raise map_inference_error(exc, operation="memory rerank") from exc
         return MemoryRerankDecision(
@@ -187,20 +244,53 @@ class PydanticAIListwiseReranker:
             truncated_ranks=prompt.truncated_ranks,
         )
 
+    async def aclose(self) -> None:
+        """Release what the runtime started for this reranker (a local llama.cpp server)."""
+        close, self._on_close = self._on_close, None
+        if close is not None:
+            close()
 
-def build_generation_reranker(settings: ServerSettings) -> PydanticAIListwiseReranker:
-    """The built-in reranker from `POWERCONTEXT_SERVER_INFERENCE_GENERATION_*` settings."""
+
+def build_generation_reranker(
+    settings: ServerSettings,
+    *,
+    local_base_url: str | None = None,
+    on_close: Callable[[], None] | None = None,
+) -> PydanticAIListwiseReranker:
+    """The built-in reranker from `POWERCONTEXT_SERVER_INFERENCE_GENERATION_*` settings.
+
+    `local_base_url` is the API root of the llama.cpp server the runtime started for a
+    `llamacpp:` model; `on_close` stops it when the reranker is closed.
+    """
     inference = settings.inference
-    if inference.generation_model is None:
+    spec = inference.generation_model
+    if spec is None:
         raise ConfigurationError(
             f"the listwise reranker needs {env_name('inference', 'generation_model')} "
             "(a pydantic-ai provider:model-name string)"
         )
+    model: str | Model = spec
+    if local_base_url is not None:
+        # llama.cpp serves one model whatever the name; the file name makes its logs readable.
+        name = Path(spec.removeprefix(LLAMACPP_PREFIX).strip()).name
+        model = openai_compatible_model(local_base_url, name, name="llamacpp")
+    elif spec.startswith(OPENAI_COMPATIBLE_PREFIX) and inference.generation_base_url:
+        key = inference.generation_api_key
+        model = openai_compatible_model(
+            inference.generation_base_url,
+            spec.removeprefix(OPENAI_COMPATIBLE_PREFIX).strip(),
+            api_key=key.get_secret_value() if key is not None else None,
+        )
+    mode = inference.generation_output_mode
+    if mode == "auto":
+        mode = "tool" if isinstance(model, str) else "native"
     return PydanticAIListwiseReranker(
-        inference.generation_model,
+        model,
         timeout_seconds=inference.generation_timeout_seconds,
         max_requests=inference.generation_max_requests,
         max_candidate_chars=settings.runtime.memory_rerank_max_candidate_chars,
+        output_mode=mode,
+        on_close=on_close,
     )
 
 

@@ -4,33 +4,81 @@ The runtime (configuration, models, database) is opened before uvicorn starts, i
 event loop, so a startup error (a missing extra, a missing provider key, an unreachable
 database) reaches the command line as the exception itself: one line, not the traceback
 uvicorn prints for a failed lifespan.
+
+With `workers` > 1, uvicorn's supervisor binds the socket and starts that many processes, each
+with its own app and runtime on the same database (a file or PostgreSQL: writes from several
+processes are serialized by the store and retried on a lost race). The parent opens the
+runtime once first, so configuration errors still come out as one line and schema
+migrations run once before the workers start.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import uvicorn
 
 from powercontext.config import ServerSettings
+from powercontext.memory.errors import ConfigurationError
 from powercontext.memory.service import SearchObserver
 from powercontext.runtime import Runtime, open_runtime
-from powercontext.server.app import create_app
+from powercontext.server.app import PowerContextApp, create_app
 from powercontext.server.auth import ApiKeyAuthority, check_bind_safety
 from powercontext.server.logs import configure_logging
 
 GRACEFUL_SHUTDOWN_SECONDS = 10
 
 
-def serve(settings: ServerSettings | None = None) -> None:
+def serve(settings: ServerSettings | None = None, *, workers: int = 1) -> None:
     """Serve until SIGINT/SIGTERM; in-flight requests get GRACEFUL_SHUTDOWN_SECONDS to finish,
     then the runtime (and the database) is closed."""
     settings = settings if settings is not None else ServerSettings()
     check_bind_safety(settings.http, ApiKeyAuthority.from_config(settings.http))
     configure_logging(settings.log_format)
-    asyncio.run(_serve(settings))
+    if workers > 1:
+        _serve_workers(settings, workers)
+    else:
+        asyncio.run(_serve(settings))
+
+
+def worker_app() -> PowerContextApp:
+    """The app of one worker process (uvicorn's factory): settings from the environment."""
+    settings = ServerSettings()
+    configure_logging(settings.log_format)
+    return create_app(settings)
+
+
+def _serve_workers(settings: ServerSettings, workers: int) -> None:
+    if (settings.database.url or "").endswith(":memory:"):
+        raise ConfigurationError(
+            "--workers needs a database the processes can share: an in-memory SQLite database "
+            "belongs to one process (set POWERCONTEXT_SERVER_DATABASE_URL to a file or "
+            "postgresql://...)"
+        )
+    asyncio.run(_check_opens(settings))
+    # Workers read their settings from the environment: carry the command line's bind there.
+    os.environ["POWERCONTEXT_SERVER_HTTP_HOST"] = settings.http.host
+    os.environ["POWERCONTEXT_SERVER_HTTP_PORT"] = str(settings.http.port)
+    uvicorn.run(
+        "powercontext.server.runner:worker_app",
+        factory=True,
+        workers=workers,
+        host=settings.http.host,
+        port=settings.http.port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        server_header=False,
+    )
+
+
+async def _check_opens(settings: ServerSettings) -> None:
+    async with open_runtime(settings):
+        pass
 
 
 async def _serve(settings: ServerSettings) -> None:
