@@ -72,3 +72,26 @@ def test_cli_writes_json_markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     written = json.loads((tmp_path / "tradeoff.json").read_text(encoding="utf-8"))
     assert written["candidate_policy"] == "powercontext.memory.candidates.by_class.v1"
     assert "| by_class |" in (tmp_path / "tradeoff.md").read_text(encoding="utf-8")
+
+
+async def test_tokens_come_from_the_local_models_tokenizer(tmp_path: Path) -> None:
+    from powercontext.bench.locomo.tradeoff import TokenCounter, prompt_text
+    from powercontext.inference.llamacpp import LlamaCppServer, model_path
+    from powercontext.memory.errors import ConfigurationError
+
+    try:
+        path = model_path("llamacpp:smollm2")
+        server = LlamaCppServer.start(path, threads=1, context_size=512)
+    except ConfigurationError as exc:
+        pytest.skip(f"no local model: {exc}")
+    counter = TokenCounter(server.address, "llamacpp:smollm2")
+    try:
+        short = prompt_text("when?", [_hit("tea")], 10, 1200)
+        long = prompt_text("when?", [_hit("tea"), _hit("coffee in the morning " * 20)], 10, 1200)
+        assert await counter.count("") == 0
+        counted_short, counted_long = await counter.count(short), await counter.count(long)
+        assert 0 < counted_short < len(LISTWISE_INSTRUCTIONS) + len(short)
+        assert counted_long - counted_short >= 20 * 4  # "coffee in the morning" is 4+ tokens
+    finally:
+        await counter.aclose()
+        server.close()

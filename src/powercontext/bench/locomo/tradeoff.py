@@ -10,7 +10,9 @@ user prompt from the policy's own `build_listwise_prompt`), in characters.
 
     python -m powercontext.bench.locomo.tradeoff --data locomo-dev.json --out runs/tradeoff
 
-Writes `tradeoff.json`, `tradeoff.md` and (with matplotlib) `tradeoff.png` into --out.
+With `--tokens-model llamacpp:smollm2` (issue 22's local model, the `[llm]` extra) the prompt
+is also counted in that model's tokens. Writes `tradeoff.json`, `tradeoff.md` and (with
+matplotlib) `tradeoff.png` into --out.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from powercontext import ServerSettings
 from powercontext.bench.locomo.backends import bench_settings, open_in_process
@@ -42,12 +46,43 @@ FIXED_LIMITS = (10, 20, 30, 50)
 BY_CLASS = "by_class"
 
 
+def prompt_text(query: str, pool: Sequence[MemoryHit], answer_k: int, max_chars: int) -> str:
+    """The user prompt of one listwise rerank of `pool`; empty when no call would be made."""
+    if not pool:
+        return ""
+    return build_listwise_prompt(query, tuple(pool), answer_k, max_chars).text
+
+
 def prompt_chars(query: str, pool: Sequence[MemoryHit], answer_k: int, max_chars: int) -> int:
     """Characters of one listwise rerank request: system instructions plus user prompt."""
     if not pool:
         return 0  # an empty pool makes no rerank call
-    prompt = build_listwise_prompt(query, tuple(pool), answer_k, max_chars)
-    return len(LISTWISE_INSTRUCTIONS) + len(prompt.text)
+    return len(LISTWISE_INSTRUCTIONS) + len(prompt_text(query, pool, answer_k, max_chars))
+
+
+class TokenCounter:
+    """Counts tokens with a local llama.cpp model's own tokenizer (its `/tokenize` route): the
+    system instructions plus the user prompt, without the chat template's few framing tokens."""
+
+    def __init__(self, address: str, model: str) -> None:
+        self.model = model
+        self._client = httpx.AsyncClient(base_url=address, timeout=60)
+        self._system: int | None = None
+
+    async def _tokens(self, text: str) -> int:
+        reply = await self._client.post("/tokenize", json={"content": text})
+        reply.raise_for_status()
+        return len(reply.json()["tokens"])
+
+    async def count(self, user_prompt: str) -> int:
+        if not user_prompt:
+            return 0
+        if self._system is None:
+            self._system = await self._tokens(LISTWISE_INSTRUCTIONS)
+        return self._system + await self._tokens(user_prompt)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
 
 
 def on_or_above_curve(fixed: list[tuple[float, float]], point: tuple[float, float]) -> bool:
@@ -71,6 +106,7 @@ async def measure_tradeoff(
     answer_k: int = 10,
     class_limits: dict[str, int] | None = None,
     base_settings: ServerSettings | None = None,
+    tokens: TokenCounter | None = None,
 ) -> dict[str, Any]:
     dataset = load_dataset(data)
     base = base_settings if base_settings is not None else ServerSettings()
@@ -100,6 +136,7 @@ async def measure_tradeoff(
                     pools[limit] = (await backend.search(plan.scope_id, request)).hits
                 query_class = classify_query(qa.question, analyzer)
                 classes.setdefault(qa.category_name, Counter())[query_class] += 1
+                counted: dict[int, int] = {}
                 chosen = {f"fixed-{c}": c for c in FIXED_LIMITS}
                 chosen[BY_CLASS] = limits_by_class[query_class]
                 for policy, limit in chosen.items():
@@ -112,6 +149,11 @@ async def measure_tradeoff(
                         "prompt_chars": float(size),
                         "candidates": float(len(pool)),
                     }
+                    if tokens is not None:
+                        if limit not in counted:
+                            text = prompt_text(qa.question, pool, answer_k, max_chars)
+                            counted[limit] = await tokens.count(text)
+                        metrics["prompt_tokens"] = float(counted[limit])
                     rows[policy].append((qa.category, metrics))
         describe = backend.describe()
     table = {policy: aggregate(rows[policy]) for policy in policies}
@@ -128,7 +170,11 @@ async def measure_tradeoff(
         "candidate_policy": BY_CLASS_POLICY_ID,
         "class_limits": limits_by_class,
         "max_candidate_chars": max_chars,
-        "tokens": "not measured: no local rerank model tokenizer is installed on this branch",
+        "tokens": (
+            f"{tokens.model} tokenizer (system + user prompt, no chat template)"
+            if tokens is not None
+            else "not measured: no local rerank model was given (--tokens-model)"
+        ),
         "policies": table,
         "query_classes": {name: dict(counts) for name, counts in classes.items()},
         "by_class_on_or_above_fixed_curve": on_or_above_curve(
@@ -149,15 +195,19 @@ def markdown(results: dict[str, Any]) -> str:
     table = results["policies"]
     groups = [OVERALL, *(CATEGORY_NAMES[c] for c in sorted(CATEGORY_NAMES))]
     groups = [g for g in groups if g in table["fixed-10"]]
-    head = "| policy | mean candidates | mean prompt chars | " + " | ".join(
+    with_tokens = "prompt_tokens" in table["fixed-10"][OVERALL]
+    tokens_head = "mean prompt tokens | " if with_tokens else ""
+    head = f"| policy | mean candidates | mean prompt chars | {tokens_head}" + " | ".join(
         f"recall {g} (n={int(table['fixed-10'][g]['n'])})" for g in groups
     )
-    lines = [head + " |", "|---" * (3 + len(groups)) + "|"]
+    lines = [head + " |", "|---" * (3 + with_tokens + len(groups)) + "|"]
     for policy, by_group in table.items():
         cells = [f"{by_group[g]['pool_recall']:.3f}" for g in groups]
         overall = by_group[OVERALL]
+        token_cell = f"{overall['prompt_tokens']:.0f} | " if with_tokens else ""
         lines.append(
             f"| {policy} | {overall['candidates']:.1f} | {overall['prompt_chars']:.0f} | "
+            + token_cell
             + " | ".join(cells)
             + " |"
         )
@@ -209,13 +259,36 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("locomo-tradeoff"))
     parser.add_argument("--mode", choices=["auto", "fts", "vector", "hybrid"], default="auto")
     parser.add_argument("--answer-k", type=int, default=10)
+    parser.add_argument(
+        "--tokens-model",
+        default=None,
+        help="a llamacpp: model (e.g. llamacpp:smollm2) whose tokenizer counts prompt tokens",
+    )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    results = asyncio.run(
-        measure_tradeoff(args.data, args.out, mode=args.mode, answer_k=args.answer_k)
-    )
+    server = None
+    if args.tokens_model:
+        from powercontext.inference.llamacpp import LlamaCppServer, model_path
+
+        server = LlamaCppServer.start(model_path(args.tokens_model), threads=1, context_size=512)
+    try:
+        results = asyncio.run(_measure(args, server.address if server else None))
+    finally:
+        if server is not None:
+            server.close()
     write_tradeoff(results, args.out)
     print(markdown(results))
+
+
+async def _measure(args: argparse.Namespace, token_address: str | None) -> dict[str, Any]:
+    tokens = TokenCounter(token_address, args.tokens_model) if token_address else None
+    try:
+        return await measure_tradeoff(
+            args.data, args.out, mode=args.mode, answer_k=args.answer_k, tokens=tokens
+        )
+    finally:
+        if tokens is not None:
+            await tokens.aclose()
 
 
 if __name__ == "__main__":
