@@ -14,7 +14,9 @@ from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
 from powercontext.cli.memory_options import (
     ApiKey,
     AsJson,
+    HitLimit,
     Local,
+    ModeName,
     Scope,
     ServerUrl,
     metadata_object,
@@ -63,8 +65,8 @@ def remember(
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     scope: Scope,
-    limit: Annotated[int, typer.Option(min=1, max=100, help="Maximum hits.")] = 10,
-    mode: Annotated[str, typer.Option(help="auto, fts, vector or hybrid.")] = "auto",
+    limit: HitLimit = 10,
+    mode: ModeName = "auto",
     local: Local = False,
     server_url: ServerUrl = None,
     api_key: ApiKey = None,
@@ -83,8 +85,8 @@ def search_batch(
     queries_file: Annotated[
         str, typer.Argument(help="A file of queries, one per line; `-` (default): stdin.")
     ] = "-",
-    limit: Annotated[int, typer.Option(min=1, max=100, help="Maximum hits per query.")] = 10,
-    mode: Annotated[str, typer.Option(help="auto, fts, vector or hybrid.")] = "auto",
+    limit: HitLimit = 10,
+    mode: ModeName = "auto",
     local: Local = False,
     server_url: ServerUrl = None,
     api_key: ApiKey = None,
