@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import uuid
+from pathlib import Path
 
 import httpx
+import pytest
 from typer.testing import CliRunner
 
 from powercontext.cli import app
@@ -72,12 +75,8 @@ async def test_async_sdk_batch(open_server: Served, fresh_scope: str) -> None:
         assert [p.hits[0].text for p in pages] == [f"the {w} lives by the river" for w in words]
         assert {p.memory_ref for p in pages} == {MemoryRef(scope_id=fresh_scope, revision=1)}
         assert all(p.rerank_redacted is not None for p in pages)
-        try:
+        with pytest.raises(MemoryValidationError):
             await memory.search_batch([])
-        except MemoryValidationError:
-            pass
-        else:  # pragma: no cover - the assertion below names the failure
-            raise AssertionError("an empty batch must be refused")
 
 
 def test_sync_sdk_batch_reports_typed_errors(open_server: Served, fresh_scope: str) -> None:
@@ -87,12 +86,8 @@ def test_sync_sdk_batch_reports_typed_errors(open_server: Served, fresh_scope: s
         pages = memory.search_batch([SearchMemoryRequest(query=w) for w in words[:2]])
         assert [p.hits[0].text for p in pages] == [f"the {w} lives by the river" for w in words[:2]]
         memory.remember(RememberMemoryRequest(text="one more"))
-        try:
+        with pytest.raises(MemoryValidationError, match="limit of 64"):
             memory.search_batch([SearchMemoryRequest(query=f"q{i}") for i in range(65)])
-        except MemoryValidationError as exc:
-            assert "limit of 64" in str(exc)
-        else:  # pragma: no cover
-            raise AssertionError("a batch over the limit must be refused")
 
 
 async def test_mcp_search_batch(open_server: Served, fresh_scope: str) -> None:
@@ -110,24 +105,20 @@ async def test_mcp_search_batch(open_server: Served, fresh_scope: str) -> None:
 
 
 def test_cli_reads_queries_from_stdin_and_from_a_file(
-    open_server: Served, fresh_scope: str, tmp_path: object
+    open_server: Served, fresh_scope: str, tmp_path: Path
 ) -> None:
     words = _seed(open_server, fresh_scope)
     env = {"POWERCONTEXT_CLIENT_SERVER_URL": open_server.url}
     args = ["memory", "search-batch", "--scope", fresh_scope, "--limit", "1"]
     piped = runner.invoke(app, [*args, "--json"], input="\n".join(words) + "\n\n", env=env)
     assert piped.exit_code == 0, piped.output
-    import json
-
     body = json.loads(piped.stdout)
     assert [p["query"] for p in body["pages"]] == words
     assert [p["hits"][0]["text"] for p in body["pages"]] == [
         f"the {w} lives by the river" for w in words
     ]
     assert body["memory_ref"] == {"scope_id": fresh_scope, "revision": 1}
-    from pathlib import Path
-
-    queries = Path(str(tmp_path)) / "queries.txt"
+    queries = tmp_path / "queries.txt"
     queries.write_text(f"{words[2]}\n{words[0]}\n", encoding="utf-8")
     shown = runner.invoke(app, [*args, str(queries)], env=env)
     assert shown.exit_code == 0, shown.output
