@@ -25,7 +25,6 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
 from corpus import write_results  # noqa: E402
-from tests.fakes.rerank_endpoint import FakeRerankEndpoint  # noqa: E402
 
 from powercontext.inference.rerank_endpoint import EndpointReranker, parse_scores  # noqa: E402
 from powercontext.memory.models import (  # noqa: E402
@@ -36,6 +35,7 @@ from powercontext.memory.models import (  # noqa: E402
 )
 from powercontext.memory.rerank.listwise import cut_text  # noqa: E402
 from powercontext.memory.rerank.scored import select_by_score  # noqa: E402
+from powercontext.testing import FakeRerankEndpoint  # noqa: E402
 
 CANDIDATES = 30
 QUERY = "when did the billing service move to weekly deploys"

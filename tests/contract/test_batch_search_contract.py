@@ -7,12 +7,15 @@ limit; the single search's failure policy applies per query.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 
 import pytest
 
 from powercontext.inference.embeddings.hashing import HashingEmbedder
-from powercontext.memory.errors import InferenceUnavailableError, MemoryValidationError
+from powercontext.memory.errors import (
+    CapabilityNotSupportedError,
+    InferenceUnavailableError,
+    MemoryValidationError,
+)
 from powercontext.memory.models import (
     MemoryHit,
     MemoryRerankDecision,
@@ -22,24 +25,9 @@ from powercontext.memory.models import (
 from powercontext.memory.ports import MemoryStore
 from powercontext.memory.rerank.guard import GuardedReranker
 from powercontext.memory.service import MemoryService, SearchConfig
+from powercontext.testing.embedders import FakeEmbedder
 
 TOPICS = ("deploy", "invoice", "garden", "travel", "concert", "recipe")
-
-
-class CountingEmbedder(HashingEmbedder):
-    """The hashing embedder, counting model calls."""
-
-    def __init__(self) -> None:
-        super().__init__(64)
-        self.query_calls = 0
-
-    async def embed_query(self, text: str) -> list[float]:
-        self.query_calls += 1
-        return await super().embed_query(text)
-
-    async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
-        self.query_calls += 1
-        return await super().embed_queries(texts)
 
 
 class SlowReranker:
@@ -83,7 +71,7 @@ def _queries(n: int) -> list[SearchMemoryRequest]:
 
 
 async def test_batch_pages_match_single_searches_in_order(store: MemoryStore) -> None:
-    embedder = CountingEmbedder()
+    embedder = FakeEmbedder(64)
     service = MemoryService(store, embedder=embedder)
     await _seed(service)
     requests = _queries(6)
@@ -187,3 +175,18 @@ async def test_batch_on_an_empty_scope_answers_empty_pages(store: MemoryStore) -
     service = MemoryService(store)
     pages = await service.search_batch("empty", _queries(3))
     assert [(p.memory_ref, p.hits) for p in pages] == [(None, ())] * 3
+
+
+async def test_batch_embedding_outage_serves_auto_from_fts_and_refuses_hybrid(
+    store: MemoryStore,
+) -> None:
+    embedder = FakeEmbedder(64)
+    service = MemoryService(store, embedder=embedder)
+    await _seed(service)
+    embedder.fail_queries = True
+    pages = await service.search_batch("s", _queries(3))
+    assert [p.mode for p in pages] == ["fts"] * 3
+    assert all(TOPICS[i] in pages[i].hits[0].text for i in range(3))
+    explicit = [*_queries(2), SearchMemoryRequest(query="the garden", mode="hybrid")]
+    with pytest.raises(CapabilityNotSupportedError, match="'hybrid' failed"):
+        await service.search_batch("s", explicit)

@@ -28,7 +28,8 @@ from powercontext.runtime import Runtime, open_runtime
 from powercontext.server import create_app
 from powercontext.storage.sqlite import SqliteMemoryStore
 from powercontext.storage.sqlite.connections import ConnectionOptions
-from tests.http.live import ScriptedReranker, live_server, with_reranker
+from powercontext.testing import QueryScriptedReranker
+from tests.http.live import live_server, scripted_reranker, with_reranker
 
 KEY_A = "key-for-scope-a-0001"
 KEY_B = "key-for-scope-b-0002"
@@ -42,7 +43,7 @@ BATCH_LIMIT = 50
 class Served:
     url: str
     db_path: Path
-    reranker: ScriptedReranker | None = None
+    reranker: QueryScriptedReranker | None = None
 
     def client(self, key: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -64,7 +65,7 @@ def _settings(
 def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """No auth, the hash embedder and a scripted reranker on every search."""
     db = tmp_path_factory.mktemp("open") / "open.db"
-    reranker = ScriptedReranker()
+    reranker = scripted_reranker()
 
     factory = with_reranker(reranker)
 

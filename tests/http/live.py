@@ -3,28 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import uvicorn
 
 from powercontext.config import DatabaseConfig, InferenceConfig, ServerSettings
-from powercontext.memory.errors import (
-    InferenceTimeoutError,
-    InferenceUnavailableError,
-    InvalidInferenceOutputError,
-)
-from powercontext.memory.models import MemoryHit, MemoryRerankDecision
 from powercontext.memory.ports import MemoryReranker
 from powercontext.runtime import open_runtime
 from powercontext.server import PowerContextApp, create_app
 from powercontext.server.app import RuntimeFactory
+from powercontext.testing import QueryScriptedReranker
 from tests import pg_server
 
 
@@ -39,42 +33,9 @@ def with_reranker(reranker: MemoryReranker) -> RuntimeFactory:
 SECRET = "provider-body-SELECT-secret-7f3a"
 
 
-@dataclass
-class ScriptedReranker:
-    """A real MemoryReranker whose behaviour the query selects.
-
-    `raise-timeout`, `raise-unavailable`, `raise-invalid` and `raise-crash` raise; `flaky-<id>`
-    fails with InferenceUnavailableError on the first `flaky_failures` calls for that id; any
-    other query reverses the coarse pool (so a test can tell reranked output apart).
-    """
-
-    policy_id: str = "tests.scripted.v1"
-    flaky_failures: int = 2
-    calls: int = 0
-    _flaky: dict[str, int] = field(default_factory=dict)
-
-    async def rerank(
-        self, query: str, candidates: tuple[MemoryHit, ...], limit: int
-    ) -> MemoryRerankDecision:
-        self.calls += 1
-        if "raise-timeout" in query:
-            raise InferenceTimeoutError(f"timed out; {SECRET}")
-        if "raise-unavailable" in query:
-            raise InferenceUnavailableError(f"HTTP 500: {SECRET}")
-        if "raise-invalid" in query:
-            raise InvalidInferenceOutputError(f"garbage output {SECRET}")
-        if "raise-crash" in query:
-            raise RuntimeError(f"unexpected {SECRET}")
-        flaky = re.search(r"flaky-(\w+)", query)
-        if flaky:
-            seen = self._flaky.get(flaky.group(1), 0)
-            self._flaky[flaky.group(1)] = seen + 1
-            if seen < self.flaky_failures:
-                raise InferenceUnavailableError(f"flaky {SECRET}")
-        return MemoryRerankDecision(selected_ranks=tuple(range(len(candidates), 0, -1)))
-
-    def flaky_attempts(self, token: str) -> int:
-        return self._flaky.get(token, 0)
+def scripted_reranker() -> QueryScriptedReranker:
+    """The reranker of the test servers: the query picks its behaviour; errors quote SECRET."""
+    return QueryScriptedReranker(secret=SECRET, policy_id="tests.scripted.v1")
 
 
 @dataclass

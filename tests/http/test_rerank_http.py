@@ -10,7 +10,7 @@ from powercontext.client import SyncPowerContextClient
 from powercontext.memory.models import SearchMemoryRequest
 from powercontext.server import create_app
 from tests.http.conftest import Served, _settings
-from tests.http.live import SECRET, ScriptedReranker, live_server, with_reranker
+from tests.http.live import SECRET, live_server, scripted_reranker, with_reranker
 
 SCOPE = "rerank-http"
 # The trigger words are in every entry so the fts channel admits the whole pool for them.
@@ -22,7 +22,7 @@ TEXTS = [
 @pytest.fixture(scope="module")
 def fail_open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     db = tmp_path_factory.mktemp("failopen") / "failopen.db"
-    reranker = ScriptedReranker()
+    reranker = scripted_reranker()
 
     factory = with_reranker(reranker)
 

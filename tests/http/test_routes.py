@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
@@ -10,10 +9,10 @@ from typing import Any
 import httpx
 
 from powercontext.config import DatabaseConfig, InferenceConfig, ServerSettings
-from powercontext.memory.models import EmbeddingProfile
 from powercontext.memory.service import SearchObserver
 from powercontext.runtime import Runtime, open_runtime
 from powercontext.server import create_app
+from powercontext.testing import FakeEmbedder
 from tests.http.conftest import Served
 from tests.http.live import SECRET, live_server
 
@@ -122,14 +121,14 @@ def test_search_returns_final_hits_only(open_server: Served, fresh_scope: str) -
     with open_server.client() as client:
         for text in ("deploy alpha", "deploy beta", "deploy gamma", "unrelated lunch menu"):
             _remember(client, fresh_scope, text)
-        calls = open_server.reranker.calls
+        calls = len(open_server.reranker.calls)
         response = client.post(
             "/v1/memory/search",
             json={"scope_id": fresh_scope, "query": "deploy", "limit": 2, "mode": "fts"},
         )
     assert response.status_code == 200
     page = response.json()
-    assert open_server.reranker.calls == calls + 1
+    assert len(open_server.reranker.calls) == calls + 1
     assert set(page) == {"memory_ref", "mode", "hits"}
     assert page["mode"] == "fts" and page["memory_ref"]["revision"] == 4
     assert len(page["hits"]) == 2
@@ -201,25 +200,8 @@ def test_unknown_fields_are_rejected(open_server: Served, fresh_scope: str) -> N
     assert response.json()["error"]["code"] == "validation_error"
 
 
-class _BrokenEmbedder:
-    """A real EmbeddingModel whose provider is down; counts how often it is asked."""
-
-    profile = EmbeddingProfile(profile_id="tests.broken", dimension=8)
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        self.calls += 1
-        raise ConnectionError(f"provider down; {SECRET}")
-
-    async def embed_query(self, text: str) -> list[float]:
-        self.calls += 1
-        raise ConnectionError(f"provider down; {SECRET}")
-
-
 def test_ready_reports_a_broken_model_and_caches_the_probe(tmp_path: Path) -> None:
-    embedder = _BrokenEmbedder()
+    embedder = FakeEmbedder(fail_documents=True, fail_queries=True, failure_message=SECRET)
 
     def factory(
         settings: ServerSettings, observer: SearchObserver
@@ -244,7 +226,7 @@ def test_ready_reports_a_broken_model_and_caches_the_probe(tmp_path: Path) -> No
     assert report["status"] == "not_ready" and report["checks"]["database"]["ok"]
     assert report["checks"]["embedding_model"] == {
         "ok": False,
-        "detail": "tests.broken failed (ConnectionError)",
+        "detail": f"{embedder.profile.profile_id} failed (ConnectionError)",
     }
     assert SECRET not in first.text
     assert embedder.calls == 2  # one readiness probe (cached for the second) + the write

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from powercontext import open_runtime
-from powercontext.inference.embeddings.hashing import HashingEmbedder
 from powercontext.memory import RememberMemoryRequest, ReviseMemoryRequest, SearchMemoryRequest
+from powercontext.testing import FakeEmbedder
 from tests.integration.conftest import sqlite_settings
 
 CONTEXT = {
@@ -30,17 +29,6 @@ def _requests() -> list[RememberMemoryRequest]:
         RememberMemoryRequest(kind="turn", text=text, metadata={"thread": thread, "day": "Tue"})
         for thread, text in TURNS
     ]
-
-
-class FlakyEmbedder(HashingEmbedder):
-    """The hashing embedder that can be told to fail, as a provider outage would."""
-
-    failing = False
-
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        if self.failing:
-            raise ConnectionError("provider down")
-        return await super().embed_documents(texts)
 
 
 async def test_neighbour_words_find_the_entry_and_hits_keep_their_stored_text(
@@ -103,7 +91,7 @@ async def _similarities(rt: object, scope: str, query: str) -> list[tuple[str, f
 
 
 async def test_reindex_rebuilds_the_contextual_vectors_the_write_stored(tmp_path: Path) -> None:
-    embedder = FlakyEmbedder(64)
+    embedder = FakeEmbedder(64)
     settings = sqlite_settings(tmp_path / "m.db", "hash", **CONTEXT)
     queries = ("canoe lake", "report Monday", "wetsuits")
     async with open_runtime(settings, embedding_model=embedder) as rt:
@@ -111,15 +99,15 @@ async def test_reindex_rebuilds_the_contextual_vectors_the_write_stored(tmp_path
             # batch 1 embeds fine everywhere; batch 2 fails in "reindexed" only, so reindex
             # must rebuild batch 2's neighbourhoods without batch 1's entries
             await rt.memory.for_scope(scope).remember_many(_requests())
-            embedder.failing = scope == "reindexed"
+            embedder.fail_documents = scope == "reindexed"
             result = await rt.memory.for_scope(scope).remember_many(_requests()[::-1])
-            embedder.failing = False
+            embedder.fail_documents = False
         assert result.vectors_pending == len(TURNS)
         assert await rt.memory.for_scope("reindexed").reindex() == len(TURNS)
         written = {q: await _similarities(rt, "written", q) for q in queries}
         assert written == {q: await _similarities(rt, "reindexed", q) for q in queries}
     async with open_runtime(
-        sqlite_settings(tmp_path / "plain.db", "hash"), embedding_model=FlakyEmbedder(64)
+        sqlite_settings(tmp_path / "plain.db", "hash"), embedding_model=FakeEmbedder(64)
     ) as plain:
         await plain.memory.for_scope("written").remember_many(_requests())
         await plain.memory.for_scope("written").remember_many(_requests()[::-1])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 
@@ -13,42 +12,28 @@ from powercontext.memory import (
     InferenceTimeoutError,
     InferenceUnavailableError,
     InvalidInferenceOutputError,
-    MemoryHit,
-    MemoryRerankDecision,
     RememberMemoryRequest,
     SearchMemoryRequest,
 )
-from powercontext.memory.models import InferenceUsage
 from powercontext.memory.rerank.guard import GuardedReranker
+from powercontext.testing import ScriptedReranker
 from tests.integration.conftest import sqlite_settings
 
+_FAILURES = {
+    "timeout": InferenceTimeoutError("provider timed out"),
+    "unavailable": InferenceUnavailableError("provider answered HTTP 503"),
+    "invalid": InvalidInferenceOutputError("garbage"),
+}
 
-class FaultyReranker:
-    """Reverses the pool, or fails as `mode` says: timeout, unavailable, invalid, slow, empty."""
 
-    policy_id = "tests.faulty.v1"
-
-    def __init__(self, mode: str = "ok", delay: float = 0.0) -> None:
-        self.mode = mode
-        self.delay = delay
-        self.calls = 0
-
-    async def rerank(
-        self, query: str, candidates: tuple[MemoryHit, ...], limit: int
-    ) -> MemoryRerankDecision:
-        self.calls += 1
-        if self.delay:
-            await asyncio.sleep(self.delay)
-        if self.mode == "timeout":
-            raise InferenceTimeoutError("provider timed out")
-        if self.mode == "unavailable":
-            raise InferenceUnavailableError("provider answered HTTP 503")
-        if self.mode == "invalid":
-            raise InvalidInferenceOutputError("garbage")
-        if self.mode == "empty":
-            return MemoryRerankDecision(selected_ranks=())
-        ranks = tuple(range(len(candidates), 0, -1))
-        return MemoryRerankDecision(selected_ranks=ranks, usage=InferenceUsage(requests=1))
+def faulty(mode: str = "ok", delay: float = 0.0) -> ScriptedReranker:
+    """Reverses the pool, or fails as `mode` says: timeout, unavailable, invalid, empty."""
+    return ScriptedReranker(
+        () if mode == "empty" else None,
+        error=_FAILURES.get(mode),
+        delay=delay,
+        policy_id="tests.faulty.v1",
+    )
 
 
 async def _seed(memory: object) -> None:
@@ -65,7 +50,7 @@ async def test_fail_open_serves_the_coarse_first_k_marked_degraded(
     db_path: Path, mode: str
 ) -> None:
     settings = sqlite_settings(db_path, memory_rerank_failure_policy="fail_open")
-    async with open_runtime(settings, memory_reranker=FaultyReranker(mode)) as rt:
+    async with open_runtime(settings, memory_reranker=faulty(mode)) as rt:
         memory = rt.memory.for_scope("p")
         await _seed(memory)
         page = await memory.search(QUERY)
@@ -84,7 +69,7 @@ async def test_fail_open_serves_the_coarse_first_k_marked_degraded(
 async def test_fail_closed_default_raises_as_before(
     db_path: Path, mode: str, error: type[Exception]
 ) -> None:
-    reranker = FaultyReranker(mode)
+    reranker = faulty(mode)
     async with open_runtime(sqlite_settings(db_path), memory_reranker=reranker) as rt:
         assert rt.memory_reranker is reranker  # defaults: not even wrapped
         memory = rt.memory.for_scope("p")
@@ -95,7 +80,7 @@ async def test_fail_closed_default_raises_as_before(
 
 async def test_invalid_output_is_served_degraded_under_fail_open(db_path: Path) -> None:
     settings = sqlite_settings(db_path, memory_rerank_failure_policy="fail_open")
-    async with open_runtime(settings, memory_reranker=FaultyReranker("invalid")) as rt:
+    async with open_runtime(settings, memory_reranker=faulty("invalid")) as rt:
         memory = rt.memory.for_scope("p")
         await _seed(memory)
         page = await memory.search(QUERY)
@@ -105,9 +90,7 @@ async def test_invalid_output_is_served_degraded_under_fail_open(db_path: Path) 
 
 
 async def test_invalid_output_stays_fail_closed_by_default(db_path: Path) -> None:
-    async with open_runtime(
-        sqlite_settings(db_path), memory_reranker=FaultyReranker("invalid")
-    ) as rt:
+    async with open_runtime(sqlite_settings(db_path), memory_reranker=faulty("invalid")) as rt:
         memory = rt.memory.for_scope("p")
         await _seed(memory)
         with pytest.raises(InvalidInferenceOutputError):
@@ -115,11 +98,11 @@ async def test_invalid_output_stays_fail_closed_by_default(db_path: Path) -> Non
 
 
 async def test_statuses_applied_and_no_valid_rank(db_path: Path) -> None:
-    async with open_runtime(sqlite_settings(db_path), memory_reranker=FaultyReranker()) as rt:
+    async with open_runtime(sqlite_settings(db_path), memory_reranker=faulty()) as rt:
         memory = rt.memory.for_scope("p")
         await _seed(memory)
         applied = await memory.search(QUERY)
-        rt.memory.reranker = FaultyReranker("empty")
+        rt.memory.reranker = faulty("empty")
         fallback = await memory.search(QUERY)
         empty = await memory.search(SearchMemoryRequest(query="zebra", limit=3))
     assert applied.rerank_status == "applied" and applied.rerank is not None
@@ -130,7 +113,7 @@ async def test_statuses_applied_and_no_valid_rank(db_path: Path) -> None:
 
 
 async def test_deadline_cuts_a_slow_provider(db_path: Path) -> None:
-    slow = FaultyReranker(delay=5.0)
+    slow = faulty(delay=5.0)
     closed = sqlite_settings(db_path, memory_rerank_timeout_seconds=0.2)
     async with open_runtime(closed, memory_reranker=slow) as rt:
         memory = rt.memory.for_scope("p")
@@ -151,7 +134,7 @@ async def test_deadline_cuts_a_slow_provider(db_path: Path) -> None:
 
 
 async def test_cache_reuses_a_decision_until_the_pool_changes(db_path: Path) -> None:
-    inner = FaultyReranker(delay=0.05)
+    inner = faulty(delay=0.05)
     settings = sqlite_settings(db_path, memory_rerank_cache_ttl_seconds=60)
     async with open_runtime(settings, memory_reranker=inner) as rt:
         assert isinstance(rt.memory_reranker, GuardedReranker)
@@ -168,12 +151,12 @@ async def test_cache_reuses_a_decision_until_the_pool_changes(db_path: Path) -> 
     assert [h.entry_version_id for h in second.hits] == [h.entry_version_id for h in first.hits]
     assert other_limit.rerank is not None and not other_limit.rerank.cache_hit
     assert after_write.rerank is not None and not after_write.rerank.cache_hit
-    assert inner.calls == 3
+    assert len(inner.calls) == 3
 
 
 @pytest.mark.parametrize("mode", ["unavailable", "invalid"])
 async def test_degraded_decisions_are_not_cached(db_path: Path, mode: str) -> None:
-    inner = FaultyReranker(mode)
+    inner = faulty(mode)
     settings = sqlite_settings(
         db_path, memory_rerank_cache_ttl_seconds=60, memory_rerank_failure_policy="fail_open"
     )
@@ -181,7 +164,7 @@ async def test_degraded_decisions_are_not_cached(db_path: Path, mode: str) -> No
         memory = rt.memory.for_scope("p")
         await _seed(memory)
         await memory.search(QUERY)
-        inner.mode = "ok"
+        inner.error = None
         page = await memory.search(QUERY)
     assert page.rerank_status == "applied" and page.rerank is not None
-    assert not page.rerank.cache_hit and inner.calls == 2
+    assert not page.rerank.cache_hit and len(inner.calls) == 2

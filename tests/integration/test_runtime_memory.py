@@ -20,6 +20,7 @@ from powercontext.memory import (
     RevisionConflictError,
     SearchMemoryRequest,
 )
+from powercontext.testing import FakeEmbedder
 from tests.integration.conftest import sqlite_settings
 
 FACTS = [
@@ -152,22 +153,8 @@ async def test_new_profile_makes_vectors_stale_until_reindex(db_path: Path) -> N
         assert (await memory.search(SearchMemoryRequest(query="tea"))).mode == "hybrid"
 
 
-class FailingEmbedder:
-    def __init__(self, profile_source: object) -> None:
-        self.profile = profile_source.profile  # type: ignore[attr-defined]
-        self.fail_documents = True
-
-    async def embed_documents(self, texts: object) -> list[list[float]]:
-        raise ConnectionError("provider down")
-
-    async def embed_query(self, text: str) -> list[float]:
-        raise ConnectionError("provider down")
-
-
 async def test_embedding_failure_never_loses_the_text(db_path: Path) -> None:
-    from powercontext.inference.embeddings.hashing import HashingEmbedder
-
-    failing = FailingEmbedder(HashingEmbedder())
+    failing = FakeEmbedder(fail_documents=True, fail_queries=True)
     async with open_runtime(sqlite_settings(db_path), embedding_model=failing) as rt:
         memory = rt.memory.for_scope("p")
         result = await memory.remember(RememberMemoryRequest(text="kept despite the outage"))
@@ -186,7 +173,7 @@ async def test_query_embedding_failure_in_explicit_mode_is_a_capability_error(
     good = HashingEmbedder()
     async with open_runtime(sqlite_settings(db_path), embedding_model=good) as rt:
         await _seed(rt)
-    failing = FailingEmbedder(good)
+    failing = FakeEmbedder(fail_documents=True, fail_queries=True)
     async with open_runtime(sqlite_settings(db_path), embedding_model=failing) as rt:
         memory = rt.memory.for_scope("project")
         with pytest.raises(CapabilityNotSupportedError, match="ConnectionError") as info:

@@ -14,32 +14,17 @@ from powercontext.config import InferenceConfig
 from powercontext.memory import (
     ConfigurationError,
     InferenceTimeoutError,
-    MemoryHit,
-    MemoryRerankDecision,
     RememberMemoryRequest,
     SearchMemoryRequest,
 )
 from powercontext.memory.models import InferenceUsage
+from powercontext.testing import ScriptedReranker
 from tests.integration.conftest import sqlite_settings
 
 
-class ScriptedReranker:
-    policy_id = "test.scripted.v1"
-
-    def __init__(self, ranks: Sequence[int], delay: float = 0.0) -> None:
-        self.ranks = tuple(ranks)
-        self.delay = delay
-        self.calls: list[tuple[str, int, int]] = []
-
-    async def rerank(
-        self, query: str, candidates: tuple[MemoryHit, ...], limit: int
-    ) -> MemoryRerankDecision:
-        self.calls.append((query, len(candidates), limit))
-        if self.delay:
-            await asyncio.sleep(self.delay)
-        return MemoryRerankDecision(
-            selected_ranks=self.ranks, usage=InferenceUsage(requests=1, input_tokens=10)
-        )
+def scripted(ranks: Sequence[int], delay: float = 0.0) -> ScriptedReranker:
+    usage = InferenceUsage(requests=1, input_tokens=10)
+    return ScriptedReranker(ranks, delay=delay, usage=usage, policy_id="test.scripted.v1")
 
 
 async def _seed(memory: object, n: int = 40) -> None:
@@ -49,7 +34,7 @@ async def _seed(memory: object, n: int = 40) -> None:
 
 
 async def test_injected_reranker_selects_sparse_ordered_subset(db_path: Path) -> None:
-    reranker = ScriptedReranker([5, 2, 5, 99, 0, 3])
+    reranker = scripted([5, 2, 5, 99, 0, 3])
     async with open_runtime(sqlite_settings(db_path), memory_reranker=reranker) as rt:
         memory = rt.memory.for_scope("p")
         await _seed(memory)
@@ -67,7 +52,7 @@ async def test_injected_reranker_selects_sparse_ordered_subset(db_path: Path) ->
 
 
 async def test_no_valid_rank_falls_back_to_coarse_order(db_path: Path) -> None:
-    reranker = ScriptedReranker([31, -4])
+    reranker = scripted([31, -4])
     async with open_runtime(sqlite_settings(db_path), memory_reranker=reranker) as rt:
         memory = rt.memory.for_scope("p")
         await _seed(memory)
@@ -78,7 +63,7 @@ async def test_no_valid_rank_falls_back_to_coarse_order(db_path: Path) -> None:
 
 
 async def test_empty_pool_makes_no_model_call(db_path: Path) -> None:
-    reranker = ScriptedReranker([1])
+    reranker = scripted([1])
     async with open_runtime(sqlite_settings(db_path), memory_reranker=reranker) as rt:
         memory = rt.memory.for_scope("p")
         await _seed(memory)
@@ -87,7 +72,7 @@ async def test_empty_pool_makes_no_model_call(db_path: Path) -> None:
 
 
 async def test_candidate_limit_bounds_the_pool(db_path: Path) -> None:
-    reranker = ScriptedReranker([1])
+    reranker = scripted([1])
     settings = sqlite_settings(db_path, memory_rerank_candidate_limit=7)
     async with open_runtime(settings, memory_reranker=reranker) as rt:
         memory = rt.memory.for_scope("p")
@@ -98,11 +83,8 @@ async def test_candidate_limit_bounds_the_pool(db_path: Path) -> None:
 
 
 async def test_inference_errors_are_fail_closed(db_path: Path) -> None:
-    class Timeouts(ScriptedReranker):
-        async def rerank(self, *args: object, **kwargs: object) -> MemoryRerankDecision:
-            raise InferenceTimeoutError("generation timed out")
-
-    async with open_runtime(sqlite_settings(db_path), memory_reranker=Timeouts([])) as rt:
+    timeouts = ScriptedReranker(error=InferenceTimeoutError("generation timed out"))
+    async with open_runtime(sqlite_settings(db_path), memory_reranker=timeouts) as rt:
         memory = rt.memory.for_scope("p")
         await _seed(memory)
         with pytest.raises(InferenceTimeoutError):
@@ -111,7 +93,7 @@ async def test_inference_errors_are_fail_closed(db_path: Path) -> None:
 
 async def test_slow_rerank_holds_no_lock(db_path: Path) -> None:
     delay = 0.5
-    reranker = ScriptedReranker([1, 2], delay=delay)
+    reranker = scripted([1, 2], delay=delay)
     async with open_runtime(sqlite_settings(db_path), memory_reranker=reranker) as rt:
         memory = rt.memory.for_scope("p")
         await _seed(memory)
@@ -144,7 +126,7 @@ INJECTIONS = [
 
 @pytest.mark.parametrize("ranks", [[99], list(range(1, 1000)), [0, -1, 2**31], [1] * 50])
 async def test_hostile_output_cannot_escape_the_pool(db_path: Path, ranks: list[int]) -> None:
-    reranker = ScriptedReranker(ranks)
+    reranker = scripted(ranks)
     async with open_runtime(sqlite_settings(db_path), memory_reranker=reranker) as rt:
         memory = rt.memory.for_scope("p")
         await memory.remember_many(

@@ -17,7 +17,7 @@ from powercontext.memory.rerank.deadline import (
 )
 from powercontext.memory.rerank.guard import GuardedReranker
 from tests.integration.conftest import sqlite_settings
-from tests.integration.test_rerank_guard import QUERY, FaultyReranker, _seed
+from tests.integration.test_rerank_guard import QUERY, _seed, faulty
 
 # The provider would take this long; every bound below is far under it, so a pass cannot
 # come from the provider answering in time.
@@ -28,7 +28,7 @@ async def test_fail_open_serves_the_coarse_page_inside_the_search_deadline(db_pa
     settings = sqlite_settings(
         db_path, search_timeout_seconds=0.5, memory_rerank_failure_policy="fail_open"
     )
-    slow = FaultyReranker(delay=SLOW)
+    slow = faulty(delay=SLOW)
     async with open_runtime(settings, memory_reranker=slow) as rt:
         memory = rt.memory.for_scope("p")
         await _seed(memory)
@@ -37,13 +37,13 @@ async def test_fail_open_serves_the_coarse_page_inside_the_search_deadline(db_pa
         elapsed = time.perf_counter() - started
     assert page.rerank_status == "degraded_provider_error"
     assert page.rerank is not None and page.hits == page.rerank.candidate_hits[:3]
-    assert slow.calls == 1
+    assert len(slow.calls) == 1
     assert elapsed < 0.5 + 1.0  # generous: the provider alone would take 30 s
 
 
 async def test_fail_closed_search_deadline_is_a_timeout_error(db_path: Path) -> None:
     settings = sqlite_settings(db_path, search_timeout_seconds=0.3)
-    async with open_runtime(settings, memory_reranker=FaultyReranker(delay=SLOW)) as rt:
+    async with open_runtime(settings, memory_reranker=faulty(delay=SLOW)) as rt:
         memory = rt.memory.for_scope("p")
         await _seed(memory)
         with pytest.raises(InferenceTimeoutError, match="the search deadline"):
@@ -55,7 +55,7 @@ async def test_the_earlier_of_the_two_deadlines_wins(db_path: Path) -> None:
     settings = sqlite_settings(
         db_path, search_timeout_seconds=0.3, memory_rerank_timeout_seconds=20
     )
-    async with open_runtime(settings, memory_reranker=FaultyReranker(delay=SLOW)) as rt:
+    async with open_runtime(settings, memory_reranker=faulty(delay=SLOW)) as rt:
         memory = rt.memory.for_scope("p")
         await _seed(memory)
         with pytest.raises(InferenceTimeoutError, match="the search deadline"):
@@ -64,23 +64,23 @@ async def test_the_earlier_of_the_two_deadlines_wins(db_path: Path) -> None:
     settings = sqlite_settings(
         db_path, search_timeout_seconds=20, memory_rerank_timeout_seconds=0.2
     )
-    async with open_runtime(settings, memory_reranker=FaultyReranker(delay=SLOW)) as rt:
+    async with open_runtime(settings, memory_reranker=faulty(delay=SLOW)) as rt:
         with pytest.raises(InferenceTimeoutError, match=r"its deadline of 0\.2s"):
             await rt.memory.for_scope("p").search(QUERY)
 
 
 async def test_no_time_left_skips_the_provider() -> None:
     # A deadline inside the reserve: asking the provider could only make the page late.
-    slow = FaultyReranker(delay=SLOW)
+    slow = faulty(delay=SLOW)
     guard = GuardedReranker(slow, failure_policy="fail_open")
     now = asyncio.get_running_loop().time()
     with search_deadline(now + FALLBACK_RESERVE_SECONDS / 2):
         decision = await guard.rerank("q", (), 3)
-    assert decision.degraded and slow.calls == 0
+    assert decision.degraded and len(slow.calls) == 0
     closed = GuardedReranker(slow)
     with search_deadline(now), pytest.raises(InferenceTimeoutError, match="no time left"):
         await closed.rerank("q", (), 3)
-    assert slow.calls == 0
+    assert len(slow.calls) == 0
 
 
 async def test_without_a_search_deadline_nothing_changes_and_searches_do_not_share_one() -> None:
@@ -100,7 +100,7 @@ async def test_without_a_search_deadline_nothing_changes_and_searches_do_not_sha
 
 async def test_a_search_deadline_alone_leaves_a_quick_rerank_applied(db_path: Path) -> None:
     settings = sqlite_settings(db_path, search_timeout_seconds=10)
-    async with open_runtime(settings, memory_reranker=FaultyReranker()) as rt:
+    async with open_runtime(settings, memory_reranker=faulty()) as rt:
         memory = rt.memory.for_scope("p")
         await _seed(memory)
         page = await memory.search(QUERY)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -20,29 +19,12 @@ import pytest
 
 from powercontext import open_runtime
 from powercontext.config import DatabaseConfig, InferenceConfig, RuntimeConfig, ServerSettings
-from powercontext.inference.embeddings.hashing import HashingEmbedder
 from powercontext.memory import RememberMemoryRequest, SearchMemoryRequest
 from powercontext.server import create_app
+from powercontext.testing import FakeEmbedder
 from tests.http.live import live_server
 
 SCOPE = "backfill"
-
-
-class SwitchableEmbedder:
-    """The hashing embedder, whose document embedding can be made to fail (a provider outage)."""
-
-    def __init__(self) -> None:
-        self.inner = HashingEmbedder()
-        self.profile = self.inner.profile
-        self.failing = False
-
-    async def embed_documents(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
-        if self.failing:
-            raise ConnectionError("provider down")
-        return await self.inner.embed_documents(texts)
-
-    async def embed_query(self, text: str) -> Sequence[float]:
-        return await self.inner.embed_query(text)
 
 
 def _settings(db: Path, interval: float = 30.0) -> ServerSettings:
@@ -54,8 +36,8 @@ def _settings(db: Path, interval: float = 30.0) -> ServerSettings:
 
 
 async def _leave_pending(db: Path, count: int) -> None:
-    embedder = SwitchableEmbedder()
-    embedder.failing = True
+    embedder = FakeEmbedder()
+    embedder.fail_documents = True
     settings = _settings(db, interval=0)  # no filler: the vectors stay missing
     async with open_runtime(settings, embedding_model=embedder) as runtime:
         memory = runtime.memory.for_scope(SCOPE)
@@ -114,16 +96,16 @@ async def test_auto_logs_when_pending_vectors_make_it_serve_fts(
 
 async def test_a_failing_provider_is_retried_and_never_kills_the_filler(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
-    embedder = SwitchableEmbedder()
+    embedder = FakeEmbedder()
     async with open_runtime(_settings(db, interval=0.05), embedding_model=embedder) as runtime:
         assert runtime.backfill is not None
         memory = runtime.memory.for_scope(SCOPE)
-        embedder.failing = True
+        embedder.fail_documents = True
         written = await memory.remember(RememberMemoryRequest(text="written during an outage"))
         assert written.vectors_pending == 1
         await asyncio.sleep(0.3)  # several failed passes
         assert await memory.pending_vectors() == 1
-        embedder.failing = False
+        embedder.fail_documents = False
 
         async def filled() -> bool:
             return await memory.pending_vectors() == 0
@@ -135,8 +117,8 @@ async def test_a_failing_provider_is_retried_and_never_kills_the_filler(tmp_path
 def test_ready_and_metrics_report_pending_vectors(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     asyncio.run(_leave_pending(db, 4))
-    embedder = SwitchableEmbedder()
-    embedder.failing = True  # the filler cannot fill yet: the count must show
+    embedder = FakeEmbedder()
+    embedder.fail_documents = True  # the filler cannot fill yet: the count must show
 
     def factory(settings: ServerSettings, observer: object) -> object:
         return open_runtime(settings, embedding_model=embedder, search_observer=observer)  # type: ignore[arg-type]
@@ -151,7 +133,7 @@ def test_ready_and_metrics_report_pending_vectors(tmp_path: Path) -> None:
             "/v1/memory/search", json={"scope_id": SCOPE, "query": "tomatoes", "mode": "vector"}
         )
         assert vector.status_code == 422
-        embedder.failing = False
+        embedder.fail_documents = False
         deadline = time.monotonic() + 15
         while http.get("/v1/ready").json()["vectors_pending"] and time.monotonic() < deadline:
             time.sleep(0.05)

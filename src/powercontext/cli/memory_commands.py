@@ -12,15 +12,13 @@ import typer
 from powercontext.cli import output, revision_commands
 from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
 from powercontext.cli.memory_options import (
-    ApiKey,
-    AsJson,
+    Citation,
+    Connection,
     HitLimit,
-    Local,
     ModeName,
     Scope,
-    ServerUrl,
+    memory_command,
     metadata_object,
-    run,
 )
 from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.models import (
@@ -34,6 +32,7 @@ app = typer.Typer(help="Remember, search and manage the Memory of a scope.", no_
 
 
 @app.command()
+@memory_command
 def remember(
     text: Annotated[str, typer.Argument(help="The text to remember.")],
     scope: Scope,
@@ -43,10 +42,8 @@ def remember(
         int | None, typer.Option(help="Refuse unless the scope is at this revision.")
     ] = None,
     reason: Annotated[str | None, typer.Option(help="Recorded in the change log.")] = None,
-    local: Local = False,
-    server_url: ServerUrl = None,
-    api_key: ApiKey = None,
-    as_json: AsJson = False,
+    *,
+    connection: Connection,
 ) -> None:
     """Remember one entry."""
     with fail_on_errors():
@@ -57,29 +54,29 @@ def remember(
             expected_revision=expected_revision,
             reason=reason,
         )
-    result = run(local, server_url, api_key, scope, lambda m: m.remember(request))
-    output.print_write(result, as_json)
+    result = connection.run(scope, lambda m: m.remember(request))
+    output.print_write(result, connection.as_json)
 
 
 @app.command()
+@memory_command
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     scope: Scope,
     limit: HitLimit = 10,
     mode: ModeName = "auto",
-    local: Local = False,
-    server_url: ServerUrl = None,
-    api_key: ApiKey = None,
-    as_json: AsJson = False,
+    *,
+    connection: Connection,
 ) -> None:
     """Search a scope; prints the final hits."""
     with fail_on_errors():
         request = SearchMemoryRequest(query=query, limit=limit, mode=_mode(mode))
-    page = run(local, server_url, api_key, scope, lambda m: m.search(request))
-    output.print_search(page, as_json)
+    page = connection.run(scope, lambda m: m.search(request))
+    output.print_search(page, connection.as_json)
 
 
 @app.command("search-batch")
+@memory_command
 def search_batch(
     scope: Scope,
     queries_file: Annotated[
@@ -87,18 +84,16 @@ def search_batch(
     ] = "-",
     limit: HitLimit = 10,
     mode: ModeName = "auto",
-    local: Local = False,
-    server_url: ServerUrl = None,
-    api_key: ApiKey = None,
-    as_json: AsJson = False,
+    *,
+    connection: Connection,
 ) -> None:
     """Run many searches in one call, all at one revision: one query per line (blank lines
     are skipped); prints one block of hits per query, in order."""
     with fail_on_errors():
         queries = read_queries(queries_file)
         requests = [SearchMemoryRequest(query=q, limit=limit, mode=_mode(mode)) for q in queries]
-    pages = run(local, server_url, api_key, scope, lambda m: m.search_batch(requests))
-    output.print_search_batch(queries, pages, as_json)
+    pages = connection.run(scope, lambda m: m.search_batch(requests))
+    output.print_search_batch(queries, pages, connection.as_json)
 
 
 def read_queries(source: str) -> list[str]:
@@ -128,67 +123,59 @@ def _mode(value: str) -> SearchMode:
 
 
 @app.command("list")
+@memory_command
 def list_entries(
     scope: Scope,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="Entries per page.")] = 100,
     cursor: Annotated[str | None, typer.Option(help="`next_cursor` of the last page.")] = None,
     revision: Annotated[int | None, typer.Option(help="List this revision (default head).")] = None,
-    local: Local = False,
-    server_url: ServerUrl = None,
-    api_key: ApiKey = None,
-    as_json: AsJson = False,
+    *,
+    connection: Connection,
 ) -> None:
     """List the active entries of a scope, oldest first."""
-    page = run(
-        local,
-        server_url,
-        api_key,
+    page = connection.run(
         scope,
         lambda m: m.list(revision=revision, cursor=cursor, limit=limit),
     )
-    output.print_entries(page, as_json)
+    output.print_entries(page, connection.as_json)
 
 
 @app.command()
+@memory_command
 def get(
     citation: Annotated[
         str, typer.Argument(help="REVISION:ENTRY_ID:ENTRY_VERSION_ID, or a JSON citation.")
     ],
     scope: Scope,
-    local: Local = False,
-    server_url: ServerUrl = None,
-    api_key: ApiKey = None,
-    as_json: AsJson = False,
+    *,
+    connection: Connection,
 ) -> None:
     """Show the exact entry version a citation names."""
     with fail_on_errors():
         cited = output.parse_citation(citation, scope)
-    entry = run(local, server_url, api_key, scope, lambda m: m.get(cited))
+    entry = connection.run(scope, lambda m: m.get(cited))
     if entry is None:
         output.print_error("not_found", "the citation names no entry version in this scope")
         raise typer.Exit(EXIT_FAILURE)
-    output.print_entry(entry, as_json)
+    output.print_entry(entry, connection.as_json)
 
 
 @app.command()
+@memory_command
 def retire(
-    citation: Annotated[
-        str, typer.Argument(help="The entry's current version, as REVISION:ENTRY_ID:VERSION_ID.")
-    ],
+    citation: Citation,
     scope: Scope,
     reason: Annotated[str | None, typer.Option(help="Recorded in the change log.")] = None,
-    local: Local = False,
-    server_url: ServerUrl = None,
-    api_key: ApiKey = None,
-    as_json: AsJson = False,
+    *,
+    connection: Connection,
 ) -> None:
     """Retire an entry (it stays citable, but is no longer found)."""
     with fail_on_errors():
         request = RetireMemoryRequest(
             citation=output.parse_citation(citation, scope), reason=reason
         )
-    result = run(local, server_url, api_key, scope, lambda m: m.retire(request))
-    output.print_write(result, as_json)
+    result = connection.run(scope, lambda m: m.retire(request))
+    output.print_write(result, connection.as_json)
 
 
 app.command()(revision_commands.revise)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -16,6 +19,9 @@ from powercontext.memory.errors import MemoryValidationError
 T = TypeVar("T")
 
 Scope = Annotated[str, typer.Option("--scope", "-s", help="The scope id.")]
+Citation = Annotated[
+    str, typer.Argument(help="The entry's current version, as REVISION:ENTRY_ID:VERSION_ID.")
+]
 Local = Annotated[
     bool,
     typer.Option(
@@ -42,19 +48,58 @@ HitLimit = Annotated[int, typer.Option(min=1, max=100, help="Maximum hits (per q
 ModeName = Annotated[str, typer.Option(help="auto, fts, vector or hybrid.")]
 
 
-def run(
-    local: bool,
-    server_url: str | None,
-    api_key: str | None,
-    scope: str,
-    work: Callable[[CliMemory], Awaitable[T]],
-) -> T:
-    async def go() -> T:
-        async with open_memory(Target(local, server_url, api_key), scope) as memory:
-            return await work(memory)
+@dataclass(frozen=True)
+class Connection:
+    """Where a command's Memory is (a server, or the embedded store with --local) and whether
+    to print JSON: the options every memory command shares."""
 
-    with fail_on_errors():
-        return asyncio.run(go())
+    target: Target
+    as_json: bool
+
+    def run(self, scope: str, work: Callable[[CliMemory], Awaitable[T]]) -> T:
+        """Run `work` on the scope's Memory; a failure is reported and exits non-zero."""
+
+        async def go() -> T:
+            async with open_memory(self.target, scope) as memory:
+                return await work(memory)
+
+        with fail_on_errors():
+            return asyncio.run(go())
+
+
+_SHARED_OPTIONS = [
+    inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=option)
+    for name, default, option in (
+        ("local", False, Local),
+        ("server_url", None, ServerUrl),
+        ("api_key", None, ApiKey),
+        ("as_json", False, AsJson),
+    )
+]
+
+
+def memory_command(command: Callable[..., None]) -> Callable[..., None]:
+    """Give `command` the shared options (--local, --server-url, --api-key, --json), after its
+    own, as one `connection` argument: each command then declares only what is its own."""
+    own = inspect.signature(command, eval_str=True).parameters.values()
+
+    @functools.wraps(command)
+    def with_connection(
+        *args: Any,
+        local: bool,
+        server_url: str | None,
+        api_key: str | None,
+        as_json: bool,
+        **kwargs: Any,
+    ) -> None:
+        connection = Connection(Target(local, server_url, api_key), as_json)
+        command(*args, connection=connection, **kwargs)
+
+    # Typer reads the options from the signature.
+    with_connection.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [*(p for p in own if p.name != "connection"), *_SHARED_OPTIONS]
+    )
+    return with_connection
 
 
 def metadata_object(value: str | None) -> dict[str, Any]:

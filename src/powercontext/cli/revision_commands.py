@@ -13,26 +13,22 @@ import typer
 from powercontext.cli import output
 from powercontext.cli.errors import fail_on_errors
 from powercontext.cli.memory_options import (
-    ApiKey,
-    AsJson,
-    Local,
+    Citation,
+    Connection,
     Scope,
-    ServerUrl,
+    memory_command,
     metadata_object,
-    run,
 )
 from powercontext.memory.history import entry_history
 from powercontext.memory.models import ReactivateMemoryRequest, ReviseMemoryRequest
 
-Citation = Annotated[
-    str, typer.Argument(help="The entry's current version, as REVISION:ENTRY_ID:VERSION_ID.")
-]
 Reason = Annotated[str | None, typer.Option(help="Recorded in the change log.")]
 ExpectedRevision = Annotated[
     int | None, typer.Option(help="Refuse unless the scope is at this revision.")
 ]
 
 
+@memory_command
 def revise(
     citation: Citation,
     text: Annotated[str, typer.Argument(help="The new text.")],
@@ -43,10 +39,8 @@ def revise(
     ] = None,
     reason: Reason = None,
     expected_revision: ExpectedRevision = None,
-    local: Local = False,
-    server_url: ServerUrl = None,
-    api_key: ApiKey = None,
-    as_json: AsJson = False,
+    *,
+    connection: Connection,
 ) -> None:
     """Write a new version of an entry; the old version stays citable."""
     with fail_on_errors():
@@ -58,19 +52,18 @@ def revise(
             reason=reason,
             expected_revision=expected_revision,
         )
-    result = run(local, server_url, api_key, scope, lambda m: m.revise(request))
-    output.print_write(result, as_json)
+    result = connection.run(scope, lambda m: m.revise(request))
+    output.print_write(result, connection.as_json)
 
 
+@memory_command
 def reactivate(
     citation: Citation,
     scope: Scope,
     reason: Reason = None,
     expected_revision: ExpectedRevision = None,
-    local: Local = False,
-    server_url: ServerUrl = None,
-    api_key: ApiKey = None,
-    as_json: AsJson = False,
+    *,
+    connection: Connection,
 ) -> None:
     """Make a retired entry active again (search finds it from the new revision on)."""
     with fail_on_errors():
@@ -79,50 +72,47 @@ def reactivate(
             reason=reason,
             expected_revision=expected_revision,
         )
-    result = run(local, server_url, api_key, scope, lambda m: m.reactivate(request))
-    output.print_write(result, as_json)
+    result = connection.run(scope, lambda m: m.reactivate(request))
+    output.print_write(result, connection.as_json)
 
 
+@memory_command
 def changes(
     scope: Scope,
     since: Annotated[
         int, typer.Option(min=0, help="Changes after this revision (0: from the start).")
     ] = 0,
     limit: Annotated[int, typer.Option(min=1, max=10_000, help="Changes per page.")] = 100,
-    local: Local = False,
-    server_url: ServerUrl = None,
-    api_key: ApiKey = None,
-    as_json: AsJson = False,
+    *,
+    connection: Connection,
 ) -> None:
     """The change log of a scope, oldest first: what each revision added, revised or retired."""
-    page = run(local, server_url, api_key, scope, lambda m: m.changes(since, limit=limit))
-    output.print_changes(page, as_json)
+    page = connection.run(scope, lambda m: m.changes(since, limit=limit))
+    output.print_changes(page, connection.as_json)
 
 
+@memory_command
 def head(
     scope: Scope,
-    local: Local = False,
-    server_url: ServerUrl = None,
-    api_key: ApiKey = None,
-    as_json: AsJson = False,
+    *,
+    connection: Connection,
 ) -> None:
     """The head revision of a scope (none for an empty scope)."""
-    ref = run(local, server_url, api_key, scope, lambda m: m.head())
-    output.print_head(ref, scope, as_json)
+    ref = connection.run(scope, lambda m: m.head())
+    output.print_head(ref, scope, connection.as_json)
 
 
+@memory_command
 def history(
     entry: Annotated[
         str, typer.Argument(help="An ENTRY_ID, or any citation of the entry (REVISION:ID:VERSION).")
     ],
     scope: Scope,
-    local: Local = False,
-    server_url: ServerUrl = None,
-    api_key: ApiKey = None,
-    as_json: AsJson = False,
+    *,
+    connection: Connection,
 ) -> None:
     """Every version of one entry and every change that touched it, oldest first."""
     with fail_on_errors():
         entry_id = output.parse_citation(entry, scope).entry_id if ":" in entry else entry
-    found = run(local, server_url, api_key, scope, lambda m: entry_history(m, entry_id))
-    output.print_history(found, as_json)
+    found = connection.run(scope, lambda m: entry_history(m, entry_id))
+    output.print_history(found, connection.as_json)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import Any
 
 import httpx
@@ -43,12 +42,9 @@ def _policy(settings: ClientSettings, max_retries: int | None) -> RetryPolicy:
     )
 
 
-class PowerContextClient:
-    """Async SDK. `async with PowerContextClient() as client:` then
-    `await client.memory.for_scope("project").search(SearchMemoryRequest(query="..."))`.
-
-    Arguments left None come from ClientSettings (POWERCONTEXT_CLIENT_* variables).
-    """
+class _Client:
+    """The arguments both clients take; those left None come from ClientSettings
+    (POWERCONTEXT_CLIENT_* variables)."""
 
     def __init__(
         self,
@@ -60,13 +56,30 @@ class PowerContextClient:
         settings: ClientSettings | None = None,
     ) -> None:
         settings = settings if settings is not None else ClientSettings()
-        self._http = httpx.AsyncClient(**_http_options(settings, server_url, api_key, timeout))
-        self._transport = AsyncTransport(self._http, _policy(settings, max_retries))
-        self.memory = AsyncMemoryClient(self._transport)
+        options = _http_options(settings, server_url, api_key, timeout)
+        # As httpx normalizes it (the clients' base_url), without the trailing slash.
+        self._server_url = str(httpx.URL(options["base_url"])).rstrip("/")
+        self._open(options, _policy(settings, max_retries))
+
+    def _open(self, http_options: dict[str, Any], policy: RetryPolicy) -> None:
+        raise NotImplementedError
 
     @property
     def server_url(self) -> str:
-        return str(self._http.base_url).rstrip("/")
+        return self._server_url
+
+
+class PowerContextClient(_Client):
+    """Async SDK. `async with PowerContextClient() as client:` then
+    `await client.memory.for_scope("project").search(SearchMemoryRequest(query="..."))`.
+
+    Arguments left None come from ClientSettings (POWERCONTEXT_CLIENT_* variables).
+    """
+
+    def _open(self, http_options: dict[str, Any], policy: RetryPolicy) -> None:
+        self._http = httpx.AsyncClient(**http_options)
+        self._transport = AsyncTransport(self._http, policy)
+        self.memory = AsyncMemoryClient(self._transport)
 
     async def health(self) -> wire.HealthStatus:
         return await self._transport.run(wire.health())
@@ -80,35 +93,17 @@ class PowerContextClient:
     async def __aenter__(self) -> PowerContextClient:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
 
-class SyncPowerContextClient:
+class SyncPowerContextClient(_Client):
     """Blocking SDK with the same surface: `client.memory.for_scope("project").search(...)`."""
 
-    def __init__(
-        self,
-        server_url: str | None = None,
-        *,
-        api_key: str | None = None,
-        timeout: float | None = None,
-        max_retries: int | None = None,
-        settings: ClientSettings | None = None,
-    ) -> None:
-        settings = settings if settings is not None else ClientSettings()
-        self._http = httpx.Client(**_http_options(settings, server_url, api_key, timeout))
-        self._transport = SyncTransport(self._http, _policy(settings, max_retries))
+    def _open(self, http_options: dict[str, Any], policy: RetryPolicy) -> None:
+        self._http = httpx.Client(**http_options)
+        self._transport = SyncTransport(self._http, policy)
         self.memory = SyncMemoryClient(self._transport)
-
-    @property
-    def server_url(self) -> str:
-        return str(self._http.base_url).rstrip("/")
 
     def health(self) -> wire.HealthStatus:
         return self._transport.run(wire.health())
@@ -122,10 +117,5 @@ class SyncPowerContextClient:
     def __enter__(self) -> SyncPowerContextClient:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()

@@ -1,4 +1,4 @@
-"""Typed errors of the SDK, one per code of the server's error envelope.
+"""Typed errors of the SDK, one per code of the server's error envelope (`ERRORS` names them).
 
 Each error the server names also subclasses the runtime's own exception (an
 `ApiNotFoundError` is a `NotFoundError`), so code written against the embedded runtime
@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from powercontext.memory import errors as domain
+from powercontext.memory.error_codes import ERRORS
 from powercontext.memory.errors import (
     CapabilityNotSupportedError,
     InferenceTimeoutError,
     InferenceUnavailableError,
+    InvalidCursorError,
     InvalidInferenceOutputError,
     MemoryValidationError,
     NotFoundError,
@@ -55,11 +58,11 @@ class ConnectionFailedError(PowerContextError):
     code = "connection_failed"
 
 
-class UnauthorizedError(ApiError):
+class UnauthorizedError(ApiError, domain.UnauthorizedError):
     """401: the API key is missing or unknown."""
 
 
-class ForbiddenError(ApiError):
+class ForbiddenError(ApiError, domain.ForbiddenError):
     """403: the API key may not use this scope."""
 
 
@@ -68,6 +71,10 @@ class ServerError(ApiError):
 
 
 class ApiValidationError(ApiError, MemoryValidationError):
+    pass
+
+
+class ApiInvalidCursorError(ApiValidationError, InvalidCursorError):
     pass
 
 
@@ -106,21 +113,25 @@ class ApiStorageError(ApiError, StorageError):
     pass
 
 
-_BY_CODE: dict[str, type[ApiError]] = {
-    "validation_error": ApiValidationError,
-    "invalid_cursor": ApiValidationError,
-    "bad_request": ApiValidationError,
-    "capability_not_supported": ApiCapabilityNotSupportedError,
-    "not_found": ApiNotFoundError,
-    "payload_too_large": ApiPayloadTooLargeError,
-    "revision_conflict": ApiRevisionConflictError,
-    "unauthorized": UnauthorizedError,
-    "forbidden": ForbiddenError,
-    "inference_timeout": ApiInferenceTimeoutError,
-    "inference_unavailable": ApiInferenceUnavailableError,
-    "inference_invalid_output": ApiInvalidInferenceOutputError,
-    "storage_unavailable": ApiStorageError,
+_CLASSES: dict[str, type[ApiError]] = {
+    cls.__name__: cls
+    for cls in (
+        UnauthorizedError,
+        ForbiddenError,
+        ServerError,
+        ApiValidationError,
+        ApiInvalidCursorError,
+        ApiCapabilityNotSupportedError,
+        ApiNotFoundError,
+        ApiPayloadTooLargeError,
+        ApiRevisionConflictError,
+        ApiInferenceTimeoutError,
+        ApiInferenceUnavailableError,
+        ApiInvalidInferenceOutputError,
+        ApiStorageError,
+    )
 }
+_BY_CODE: dict[str, type[ApiError]] = {spec.code: _CLASSES[spec.sdk] for spec in ERRORS}
 
 
 def error_from_response(status_code: int, payload: Any, request_id: str | None) -> ApiError:

@@ -193,31 +193,26 @@ def get(scope_id: str, citation: MemoryCitation) -> Call[MemoryEntry | None]:
     )
 
 
-def revise(scope_id: str, request: ReviseMemoryRequest) -> Call[MemoryWriteResult]:
+def _entry_write(action: str, scope_id: str, request: BaseModel) -> Call[MemoryWriteResult]:
+    # Writes are never retried: not idempotent (a retried revise would conflict or repeat).
     return Call(
         "POST",
-        "/v1/memory/entries/revise",
+        f"/v1/memory/entries/{action}",
         MemoryWriteResult.model_validate,
         _body(scope_id, request),
     )
+
+
+def revise(scope_id: str, request: ReviseMemoryRequest) -> Call[MemoryWriteResult]:
+    return _entry_write("revise", scope_id, request)
 
 
 def retire(scope_id: str, request: RetireMemoryRequest) -> Call[MemoryWriteResult]:
-    return Call(
-        "POST",
-        "/v1/memory/entries/retire",
-        MemoryWriteResult.model_validate,
-        _body(scope_id, request),
-    )
+    return _entry_write("retire", scope_id, request)
 
 
 def reactivate(scope_id: str, request: ReactivateMemoryRequest) -> Call[MemoryWriteResult]:
-    return Call(
-        "POST",
-        "/v1/memory/entries/reactivate",
-        MemoryWriteResult.model_validate,
-        _body(scope_id, request),
-    )
+    return _entry_write("reactivate", scope_id, request)
 
 
 def changes(scope_id: str, since_revision: int, limit: int) -> Call[MemoryChangesPage]:

@@ -3,6 +3,7 @@
 from powercontext.memory.errors import (
     CapabilityNotSupportedError,
     ConfigurationError,
+    ForbiddenError,
     InferenceError,
     InferenceTimeoutError,
     InferenceUnavailableError,
@@ -13,6 +14,7 @@ from powercontext.memory.errors import (
     PowerContextError,
     RevisionConflictError,
     StorageError,
+    UnauthorizedError,
 )
 from powercontext.memory.models import (
     EmbeddingProfile,
@@ -42,6 +44,7 @@ __all__ = [
     "ConfigurationError",
     "EmbeddingModel",
     "EmbeddingProfile",
+    "ForbiddenError",
     "InferenceError",
     "InferenceTimeoutError",
     "InferenceUnavailableError",
@@ -72,4 +75,5 @@ __all__ = [
     "ScopedMemory",
     "SearchMemoryRequest",
     "StorageError",
+    "UnauthorizedError",
 ]

@@ -1,4 +1,4 @@
-"""Domain errors. Transports map these to their own envelopes in one place."""
+"""Domain errors. Each `code` is the one of `error_codes.ERRORS`, which transports map from."""
 
 from __future__ import annotations
 
@@ -56,8 +56,22 @@ class PayloadTooLargeError(PowerContextError):
     code = "payload_too_large"
 
 
+class UnauthorizedError(PowerContextError):
+    """No API key, or one that matches no configured key."""
+
+    code = "unauthorized"
+
+
+class ForbiddenError(PowerContextError):
+    """The key is valid but may not use the scope the request names."""
+
+    code = "forbidden"
+
+
 class InferenceError(PowerContextError):
     """Base of the fail-closed inference errors (RFC: never converted to coarse results)."""
+
+    code = "inference_unavailable"
 
 
 class InferenceTimeoutError(InferenceError):
@@ -75,4 +89,4 @@ class InvalidInferenceOutputError(InferenceError):
 class StorageError(PowerContextError):
     """The storage backend failed (disk full, read-only, unreachable). No partial write."""
 
-    code = "storage_error"
+    code = "storage_unavailable"

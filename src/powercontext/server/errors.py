@@ -17,63 +17,21 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
+from powercontext.memory.error_codes import BY_CODE, ERRORS, spec_of
 from powercontext.memory.errors import (
-    CapabilityNotSupportedError,
-    InferenceError,
-    InferenceTimeoutError,
-    InferenceUnavailableError,
-    InvalidCursorError,
-    InvalidInferenceOutputError,
-    MemoryValidationError,
-    NotFoundError,
-    PayloadTooLargeError,
+    ForbiddenError,
     PowerContextError,
     RevisionConflictError,
     StorageError,
+    UnauthorizedError,
 )
+
+__all__ = ["ForbiddenError", "UnauthorizedError", "describe", "envelope", "error_response"]
 
 log = logging.getLogger("powercontext.http")
 
 MAX_MESSAGE_CHARS = 1000
 MAX_VALIDATION_ERRORS = 20
-
-
-class UnauthorizedError(PowerContextError):
-    """No bearer key, or one that matches no configured key."""
-
-    code = "unauthorized"
-
-
-class ForbiddenError(PowerContextError):
-    """The key is valid but may not use the scope the request names."""
-
-    code = "forbidden"
-
-
-# (exception class, HTTP status, code); the first matching class wins, so subclasses first.
-_MAPPING: tuple[tuple[type[PowerContextError], int, str], ...] = (
-    (UnauthorizedError, 401, "unauthorized"),
-    (ForbiddenError, 403, "forbidden"),
-    (CapabilityNotSupportedError, 422, "capability_not_supported"),
-    (InvalidCursorError, 422, "invalid_cursor"),
-    (MemoryValidationError, 422, "validation_error"),
-    (RevisionConflictError, 409, "revision_conflict"),
-    (NotFoundError, 404, "not_found"),
-    (PayloadTooLargeError, 413, "payload_too_large"),
-    (InferenceTimeoutError, 504, "inference_timeout"),
-    (InvalidInferenceOutputError, 502, "inference_invalid_output"),
-    (InferenceUnavailableError, 503, "inference_unavailable"),
-    (InferenceError, 503, "inference_unavailable"),
-    (StorageError, 503, "storage_unavailable"),
-)
-
-# Messages that replace text we did not write or that may quote a provider or SQL.
-_FIXED_MESSAGES = {
-    "inference_timeout": "the reranking model did not answer within the generation timeout",
-    "inference_unavailable": "the inference provider is unavailable; retry later",
-    "inference_invalid_output": "the reranking model returned invalid output",
-    "internal_error": "internal server error",
-}
 
 _STORAGE_CAUSES = (
     ("SQLITE_FULL", "the storage is full"),
@@ -83,13 +41,7 @@ _STORAGE_CAUSES = (
 )
 
 # Codes of framework-level HTTP errors (unknown route, wrong method, unreadable body).
-_HTTP_STATUS_CODES = {
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    405: "method_not_allowed",
-    413: "payload_too_large",
-}
+_HTTP_STATUS_CODES = {spec.status: spec.code for spec in ERRORS if spec.framework_status}
 
 
 def envelope(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -118,18 +70,15 @@ def _storage_message(exc: StorageError) -> str:
 
 def describe(exc: PowerContextError) -> tuple[int, str, str, dict[str, Any]]:
     """(status, code, safe message, details) of a domain error."""
-    status, code = next(
-        ((status, code) for cls, status, code in _MAPPING if isinstance(exc, cls)),
-        (500, "internal_error"),
-    )
+    spec = spec_of(exc)
     details: dict[str, Any] = {}
     if isinstance(exc, RevisionConflictError):
         details = {"expected_revision": exc.expected, "actual_revision": exc.actual}
     if isinstance(exc, StorageError):
         message = _storage_message(exc)
     else:
-        message = _FIXED_MESSAGES.get(code) or str(exc) or code
-    return status, code, message, details
+        message = spec.fixed_message or str(exc) or spec.code
+    return spec.status, spec.code, message, details
 
 
 def _request_id(request: Request) -> str | None:
@@ -170,7 +119,8 @@ async def _request_validation_error(request: Request, exc: Exception) -> Respons
     details = _validation_details(exc)
     first = details["errors"][0] if details["errors"] else {"loc": [], "msg": "invalid request"}
     where = ".".join(part for part in first["loc"] if part != "body") or "body"
-    return error_response(422, "validation_error", f"{where}: {first['msg']}", details)
+    validation = BY_CODE["validation_error"]
+    return error_response(validation.status, validation.code, f"{where}: {first['msg']}", details)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

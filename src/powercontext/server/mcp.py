@@ -37,6 +37,7 @@ from starlette.types import Receive, Scope, Send
 
 from powercontext import __version__
 from powercontext.config import ServerSettings
+from powercontext.memory.error_codes import BY_CODE
 from powercontext.memory.errors import PowerContextError
 from powercontext.server.auth import ApiKeyAuthority, KeyGrant, is_loopback
 from powercontext.server.errors import UnauthorizedError, describe, error_response
@@ -79,7 +80,7 @@ def bearer_token(headers: Mapping[str, str] | None) -> str | None:
 
 def _tool_error(code: str, message: str, details: dict[str, Any] | None = None) -> CallToolResult:
     # Text only: structured content would have to match the tool's (success) output schema.
-    text = f"{code}: {message}"
+    text = BY_CODE[code].mcp_prefix + message
     if details:
         text += " " + json.dumps(details, ensure_ascii=False)
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
@@ -94,6 +95,14 @@ def _validation_error(exc: ValidationError) -> CallToolResult:
     first = errors[0] if errors else {"loc": [], "msg": "invalid arguments"}
     where = ".".join(first["loc"]) or "arguments"
     return _tool_error("validation_error", f"{where}: {first['msg']}", {"errors": errors})
+
+
+def tool_error_of(exc: PowerContextError, tool_name: str) -> CallToolResult:
+    """The tool error of a domain error: the code and safe message of the HTTP envelope."""
+    status, code, message, details = describe(exc)
+    if status >= 500:
+        log.warning("mcp tool %s failed: %s (%s)", tool_name, code, type(exc).__name__)
+    return _tool_error(code, message, details)
 
 
 class McpTools:
@@ -163,10 +172,7 @@ class McpTools:
         except ValidationError as exc:
             return _validation_error(exc)
         except PowerContextError as exc:
-            status, code, message, details = describe(exc)
-            if status >= 500:
-                log.warning("mcp tool %s failed: %s (%s)", tool.name, code, type(exc).__name__)
-            return _tool_error(code, message, details)
+            return tool_error_of(exc, tool.name)
         except Exception:
             log.exception("mcp tool %s raised an unexpected error", tool.name)
             return _tool_error("internal_error", "internal server error")

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from powercontext.memory.errors import MemoryValidationError, RevisionConflictError
+from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import PlannedChange, StoredVersion, Vector
 
 _CARRIES_NEW = {"add": True, "revise": True, "reactivate": True, "retire": False}
@@ -24,6 +25,11 @@ VERSION_COLUMNS = (
     "added_revision, removed_revision"
 )
 """The columns `version_from_row` reads, in its order."""
+
+CHANGE_COLUMNS = (
+    "revision, op, entry_id, entry_version_id, previous_entry_version_id, reason, created_at"
+)
+"""The columns `change_from_row` reads, in its order."""
 
 
 def validate_plan(changes: Sequence[PlannedChange]) -> None:
@@ -105,3 +111,30 @@ def version_from_row(
         added_revision=int(row[8]),
         removed_revision=None if row[9] is None else int(row[9]),
     )
+
+
+def change_from_row(
+    row: Sequence[Any], *, created_at: Callable[[Any], datetime] = _same
+) -> MemoryChange:
+    """A row of CHANGE_COLUMNS as a MemoryChange (SQLite hands `created_at` back as ISO text)."""
+    return MemoryChange(
+        revision=row[0],
+        op=row[1],
+        entry_id=row[2],
+        entry_version_id=row[3],
+        previous_entry_version_id=row[4],
+        reason=row[5],
+        created_at=created_at(row[6]),
+    )
+
+
+def whole_revisions(rows: Sequence[Sequence[Any]], limit: int) -> tuple[list[Any], int | None]:
+    """Change rows fetched in revision order with `LIMIT limit + 1`, cut so that a page never
+    splits a revision (a reader resumes from the last revision it saw). Returns the kept rows
+    and, when the first revision alone has more than `limit` changes (nothing kept), that
+    revision: the caller then fetches it whole."""
+    if len(rows) <= limit:
+        return list(rows), None
+    cut = rows[limit][0]
+    kept = [row for row in rows if row[0] < cut]
+    return kept, None if kept else int(cut)

@@ -4,14 +4,19 @@ gives the same answer in any snapshot; only `removed_revision` and vectors are e
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 
 from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import StoredVersion
-from powercontext.storage.common import VERSION_COLUMNS, version_from_row
+from powercontext.storage.common import (
+    CHANGE_COLUMNS,
+    VERSION_COLUMNS,
+    change_from_row,
+    version_from_row,
+    whole_revisions,
+)
 
 ACTIVE_AT = "added_revision <= %s AND (removed_revision IS NULL OR removed_revision > %s)"
 
@@ -71,22 +76,7 @@ async def list_versions(
     return [version_from_row(row) for row in await cur.fetchall()]
 
 
-_CHANGES = (
-    "SELECT revision, op, entry_id, entry_version_id, previous_entry_version_id, reason, "
-    "created_at FROM changes WHERE scope_id = %s "
-)
-
-
-def _change(row: Sequence[Any]) -> MemoryChange:
-    return MemoryChange(
-        revision=row[0],
-        op=row[1],
-        entry_id=row[2],
-        entry_version_id=row[3],
-        previous_entry_version_id=row[4],
-        reason=row[5],
-        created_at=row[6],
-    )
+_CHANGES = f"SELECT {CHANGE_COLUMNS} FROM changes WHERE scope_id = %s "
 
 
 async def changes(
@@ -101,15 +91,11 @@ async def changes(
         _CHANGES + "AND revision > %s ORDER BY revision, seq LIMIT %s",
         (scope_id, since_revision, max(limit, 1) + 1),
     )
-    rows = await cur.fetchall()
-    if len(rows) > limit:
-        cut = rows[limit][0]
-        kept = [row for row in rows if row[0] < cut]
-        if not kept:
-            cur = await conn.execute(_CHANGES + "AND revision = %s ORDER BY seq", (scope_id, cut))
-            kept = await cur.fetchall()
-        rows = kept
-    return [_change(row) for row in rows]
+    rows, whole = whole_revisions(await cur.fetchall(), limit)
+    if whole is not None:
+        cur = await conn.execute(_CHANGES + "AND revision = %s ORDER BY seq", (scope_id, whole))
+        rows = await cur.fetchall()
+    return [change_from_row(row) for row in rows]
 
 
 async def missing_vectors(

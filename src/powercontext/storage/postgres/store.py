@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from types import TracebackType
 
 import numpy as np
 import psycopg
@@ -120,12 +119,7 @@ class PostgresMemoryStore:
     async def __aenter__(self) -> PostgresMemoryStore:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
     @asynccontextmanager

@@ -10,7 +10,13 @@ from typing import Any
 
 from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import FtsCandidate, StoredVersion
-from powercontext.storage.common import VERSION_COLUMNS, version_from_row
+from powercontext.storage.common import (
+    CHANGE_COLUMNS,
+    VERSION_COLUMNS,
+    change_from_row,
+    version_from_row,
+    whole_revisions,
+)
 from powercontext.storage.sqlite.writes import chunks
 
 _ACTIVE_AT = "added_revision <= ? AND (removed_revision IS NULL OR removed_revision > ?)"
@@ -83,18 +89,6 @@ def list_versions(
     return [_version(row) for row in rows]
 
 
-def _change(row: Sequence[Any]) -> MemoryChange:
-    return MemoryChange(
-        revision=row[0],
-        op=row[1],
-        entry_id=row[2],
-        entry_version_id=row[3],
-        previous_entry_version_id=row[4],
-        reason=row[5],
-        created_at=datetime.fromisoformat(row[6]),
-    )
-
-
 def changes(
     conn: sqlite3.Connection, scope_id: str, since_revision: int, limit: int
 ) -> list[MemoryChange]:
@@ -103,23 +97,17 @@ def changes(
     A page never splits a revision (a reader resumes from the last revision it saw); when the
     first revision alone has more than `limit` changes, the page holds all of them.
     """
-    select = (
-        "SELECT revision, op, entry_id, entry_version_id, previous_entry_version_id, reason, "
-        "created_at FROM changes WHERE scope_id = ? "
+    select = f"SELECT {CHANGE_COLUMNS} FROM changes WHERE scope_id = ? "
+    rows, whole = whole_revisions(
+        conn.execute(
+            select + "AND revision > ? ORDER BY revision, seq LIMIT ?",
+            (scope_id, since_revision, max(limit, 1) + 1),
+        ).fetchall(),
+        limit,
     )
-    rows = conn.execute(
-        select + "AND revision > ? ORDER BY revision, seq LIMIT ?",
-        (scope_id, since_revision, max(limit, 1) + 1),
-    ).fetchall()
-    if len(rows) > limit:
-        cut = rows[limit][0]
-        kept = [row for row in rows if row[0] < cut]
-        if not kept:
-            kept = conn.execute(
-                select + "AND revision = ? ORDER BY seq", (scope_id, cut)
-            ).fetchall()
-        rows = kept
-    return [_change(row) for row in rows]
+    if whole is not None:
+        rows = conn.execute(select + "AND revision = ? ORDER BY seq", (scope_id, whole)).fetchall()
+    return [change_from_row(row, created_at=datetime.fromisoformat) for row in rows]
 
 
 def _match_expression(terms: Sequence[str]) -> str | None:

@@ -12,7 +12,6 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
 from typing import TypeVar
 
 import numpy as np
@@ -70,12 +69,7 @@ class SqliteMemoryStore:
     async def __aenter__(self) -> SqliteMemoryStore:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
     async def _read(self, work: Callable[[sqlite3.Connection], T], doing: str) -> T:
