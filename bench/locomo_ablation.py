@@ -26,7 +26,9 @@ import argparse
 import asyncio
 import hashlib
 import json
+import resource
 import sqlite3
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,35 +42,71 @@ from powercontext.config import RuntimeConfig
 from powercontext.inference.embeddings import build_embedding_model
 from powercontext.memory.ports import EmbeddingModel
 
-ROOT = Path(__file__).resolve().parent.parent
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 CATEGORIES = ("multi-hop", "temporal", "open-domain", "single-hop")
 
-STOPWORDS = {"analyzer_drop_query_stopwords": True}
-DATE = {"index_template": "{text}\n{metadata[session_date]}"}
-CONTEXT = {
-    "index_context_before": 2,
-    "index_context_after": 2,
-    "index_context_group_key": "session",
+OLD_DEFAULTS = {
+    "analyzer_drop_query_stopwords": False,
+    "search_rrf_k": 60,
+    "index_context_before": 0,
+    "index_context_after": 0,
+    "index_event_date": False,
+    "index_speaker_key": None,
+    "search_rrf_weight_vector": 1.0,
+    "search_participant_boost": 0.0,
 }
-ALL = {**STOPWORDS, **DATE, **CONTEXT}
+"""The defaults before issue 17: every quality feature off."""
+NO_CONTEXT = {"index_context_before": 0, "index_context_after": 0}
+CONCATENATED = {"search_field_weight_context": 1.0}
+"""A neighbour's word weighs as much as the entry's own: the pre-BM25F concatenation."""
+NO_SPEAKER = {"index_speaker_key": None}
+BATCH = {"_write": "batch"}
+"""Not a setting: the harness writes each conversation with one remember_many."""
 
 VARIANTS: dict[str, dict[str, Any]] = {
-    "baseline": {},
-    "+stopwords": STOPWORDS,
-    "+date": {**STOPWORDS, **DATE},
-    "+context fts only": {**STOPWORDS, **DATE, **CONTEXT, "index_context_vector": False},
-    "+context vector only": {**STOPWORDS, **DATE, **CONTEXT, "index_context_fts": False},
-    "all": ALL,
-    "all -stopwords": {**DATE, **CONTEXT},
-    "all -date": {**STOPWORDS, **CONTEXT},
-    "all, context +-1": {**ALL, "index_context_before": 1, "index_context_after": 1},
-    "all, context ungrouped": {**ALL, "index_context_group_key": None},
-    "all, rrf k=20": {**ALL, "search_rrf_k": 20},
-    "all, vector weight 0.7": {**ALL, "search_rrf_weight_vector": 0.7},
-    "all + clitics": {**ALL, "analyzer_strip_clitics": True},
-    "all, rrf k=20, clitics": {**ALL, "search_rrf_k": 20, "analyzer_strip_clitics": True},
-    "all, min similarity 0.2": {**ALL, "search_min_similarity": 0.2},
+    "defaults": {},
+    "old defaults": OLD_DEFAULTS,
+    "defaults, batch writes": BATCH,
+    "old defaults, batch writes": {**OLD_DEFAULTS, **BATCH},
+    "defaults -context": NO_CONTEXT,
+    "defaults -date": {"index_event_date": False},
+    "defaults -stopwords": {"analyzer_drop_query_stopwords": False},
+    "defaults, rrf k=60": {"search_rrf_k": 60},
+    "defaults -speaker": NO_SPEAKER,
+    "defaults, neighbours weigh as own": CONCATENATED,
+    "defaults, neighbours as own, -speaker": {**CONCATENATED, **NO_SPEAKER},
+    "defaults -participant boost": {"search_participant_boost": 0.0},
+    "defaults, vector weight 1.0": {"search_rrf_weight_vector": 1.0},
+    "defaults, no BM25F, no speaker rules": {
+        **CONCATENATED,
+        **NO_SPEAKER,
+        "search_participant_boost": 0.0,
+    },
+    "old + stopwords": {**OLD_DEFAULTS, "analyzer_drop_query_stopwords": True},
+    "old + date": {**OLD_DEFAULTS, "index_event_date": True},
+    "old + context": {**OLD_DEFAULTS, "index_context_before": 2, "index_context_after": 2},
+    "old + speaker": {**OLD_DEFAULTS, "index_speaker_key": "speaker"},
+    "old + rrf k=20": {**OLD_DEFAULTS, "search_rrf_k": 20},
+    "defaults, participant boost 0.5": {"search_participant_boost": 0.5},
+    "defaults, participant boost 1.0": {"search_participant_boost": 1.0},
+    "defaults, participant boost 0.25": {"search_participant_boost": 0.25},
+    "defaults, vector weight 0.7, participant boost 0.5": {
+        "search_rrf_weight_vector": 0.7,
+        "search_participant_boost": 0.5,
+    },
+    "defaults, rrf k=10": {"search_rrf_k": 10},
+    "defaults, rrf k=5": {"search_rrf_k": 5},
+    "defaults, neighbour weight 0.3": {"search_field_weight_context": 0.3},
+    "defaults, speaker weight 1.0": {"search_field_weight_speaker": 1.0},
+    "defaults, min similarity 0.2": {"search_min_similarity": 0.2},
+    "defaults, context fts only": {"index_context_vector": False},
+    "defaults, context vector only": {"index_context_fts": False},
+    "defaults, context +-1": {"index_context_before": 1, "index_context_after": 1},
+    "defaults, context +-3": {"index_context_before": 3, "index_context_after": 3},
+    "defaults, vector weight 0.7": {"search_rrf_weight_vector": 0.7},
+    "defaults + clitics": {"analyzer_strip_clitics": True},
 }
 
 
@@ -78,6 +116,8 @@ class CachedDocumentEmbedder:
     def __init__(self, inner: EmbeddingModel, path: Path) -> None:
         self.inner = inner
         self.profile = inner.profile
+        self.texts = 0
+        """Document texts asked for (cached or not): the ingest's embedding cost."""
         self._db = sqlite3.connect(path)
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (digest TEXT PRIMARY KEY, v TEXT)")
 
@@ -85,6 +125,7 @@ class CachedDocumentEmbedder:
         return hashlib.sha256(f"{self.profile.profile_id}\0{text}".encode()).hexdigest()
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts += len(texts)
         digests = [self._digest(text) for text in texts]
         found: dict[str, list[float]] = {}
         for digest in set(digests):
@@ -123,28 +164,34 @@ def _scores(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 
 async def run_variant(
-    name: str, overrides: dict[str, Any], args: argparse.Namespace, embedder: EmbeddingModel
+    name: str, overrides: dict[str, Any], args: argparse.Namespace, embedder: CachedDocumentEmbedder
 ) -> dict[str, Any]:
     slug = "".join(c if c.isalnum() else "-" for c in name).strip("-")
     out = args.out / slug
     base = ServerSettings()
-    runtime = RuntimeConfig(**{**base.runtime.model_dump(), **overrides})
+    settings_overrides = {k: v for k, v in overrides.items() if not k.startswith("_")}
+    write = overrides.get("_write", args.write)
+    runtime = RuntimeConfig(**{**base.runtime.model_dump(), **settings_overrides})
     settings = bench_settings(
         ServerSettings(runtime=runtime, inference=base.inference, http=base.http),
         rerank=False,
         top_k=30,
         database_path=out / DATABASE_FILE,
     )
-    config = RunConfig(data=args.data, out=out, mode=args.mode, rerank="none")
+    config = RunConfig(data=args.data, out=out, mode=args.mode, rerank="none", write=write)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    texts_before = embedder.texts
     async with open_runtime(settings, embedding_model=embedder) as runtime_:
         outputs = await run_locomo(config, backend=InProcessBackend(runtime_), show_progress=False)
     elapsed = time.perf_counter() - started
-    records = {
-        sample: json.loads((out / "conversations" / f"{sample}.json").read_text())["records"]
+    payloads = {
+        sample: json.loads((out / "conversations" / f"{sample}.json").read_text())
         for sample in outputs.results["dataset"]["conversations"]
     }
+    records = {sample: payload["records"] for sample, payload in payloads.items()}
+    entries = sum(p["ingest"]["entries"] for p in payloads.values())
+    ingest_seconds = sum(p["ingest"].get("seconds", 0.0) for p in payloads.values())
     every = [r for rs in records.values() for r in rs]
     tune = [r for s in args.tune for r in records.get(s, [])]
     held = [r for s, rs in records.items() if s not in args.tune for r in rs]
@@ -157,6 +204,13 @@ async def run_variant(
         "held_out": _scores(held),
         "latency_ms": {"p50": latency["p50"], "p95": latency["p95"]},
         "run_seconds": elapsed,
+        "database_mb": sum(f.stat().st_size for f in out.glob(DATABASE_FILE + "*")) / 1e6,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "ingest": {
+            "entries": entries,
+            "entries_per_s": entries / ingest_seconds if ingest_seconds else None,
+            "embedded_texts_per_entry": (embedder.texts - texts_before) / max(entries, 1),
+        },
     }
 
 
@@ -168,10 +222,13 @@ def _row(result: dict[str, Any]) -> str:
         for c in CATEGORIES
     )
     lat = result["latency_ms"]
+    ingest = result["ingest"]
+    rate = ingest["entries_per_s"]
     return (
         f"| {result['name']} | {o['recall@5']:.3f} | {o['recall@10']:.3f} | "
         f"{o['recall@30']:.3f} | {o['mrr@30']:.3f} | {cats} | {lat['p50']:.1f} / "
-        f"{lat['p95']:.1f} |"
+        f"{lat['p95']:.1f} | {rate:.0f} | {ingest['embedded_texts_per_entry']:.2f} | "
+        f"{result['database_mb']:.1f} |"
     )
 
 
@@ -186,8 +243,9 @@ def _split_row(result: dict[str, Any]) -> str:
 def render(results: Sequence[dict[str, Any]], tune: Sequence[str]) -> str:
     head = " | ".join(f"{c} R@10 / R@30 / MRR" for c in CATEGORIES)
     lines = [
-        f"| variant | R@5 | R@10 | R@30 | MRR@30 | {head} | search ms p50 / p95 |",
-        "|---" * (6 + len(CATEGORIES)) + "|",
+        f"| variant | R@5 | R@10 | R@30 | MRR@30 | {head} | search ms p50 / p95 | "
+        "ingest entries/s | embedded texts / entry | database MB |",
+        "|---" * (9 + len(CATEGORIES)) + "|",
         *(_row(r) for r in results),
         "",
         f"| variant | tune ({', '.join(tune)}) R@10 | R@30 | held out R@10 | R@30 |",
@@ -203,8 +261,12 @@ async def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("locomo-ablation"))
     parser.add_argument("--variant", action="append", help="run only these (repeatable)")
     parser.add_argument("--mode", default="hybrid", choices=("hybrid", "fts", "vector"))
+    parser.add_argument("--write", default="turns", choices=("turns", "batch"))
     parser.add_argument("--tune", action="append", help="tuning sample ids (repeatable)")
     parser.add_argument("--list", action="store_true", help="print the variants and exit")
+    parser.add_argument(
+        "--results", help="also write the figures to bench/results/NAME.json (corpus.py)"
+    )
     args = parser.parse_args()
     args.tune = args.tune or ["conv-26", "conv-30"]
     if args.list:
@@ -229,6 +291,11 @@ async def main() -> None:
     (args.out / "ablation.md").write_text(table)
     (args.out / "ablation.json").write_text(json.dumps(results, indent=2))
     print(table)
+    if args.results:
+        sys.path.insert(0, str(BENCH))
+        import corpus
+
+        corpus.write_results(args.results, {"data": str(args.data), "variants": results})
 
 
 if __name__ == "__main__":

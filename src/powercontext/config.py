@@ -97,12 +97,27 @@ class RuntimeConfig(_Group):
     max_batch_queries: int = Field(default=64, ge=1, le=1024)
     """The most searches one batch search may carry; more is a 422 naming this limit."""
     search_min_similarity: float = Field(default=0.3, ge=-1.0, le=1.0)
-    search_rrf_k: int = Field(default=60, ge=1, le=10_000)
+    search_rrf_k: int = Field(default=20, ge=1, le=10_000)
+    """RRF's k. 20, not the RFC's 60: with two channels of 30+ candidates, a smaller k lets a
+    candidate ranked high by one channel outrank one ranked middling by both (measured in
+    docs/search-quality.md)."""
     search_rrf_weight_fts: float = Field(default=1.0, ge=0.0, le=100.0)
-    search_rrf_weight_vector: float = Field(default=1.0, ge=0.0, le=100.0)
+    search_rrf_weight_vector: float = Field(default=0.7, ge=0.0, le=100.0)
+    """0.7 since issue 17: with thread context the full-text channel weighs each neighbour's
+    word by field (BM25F), while the vector blends the neighbourhood in; on LoCoMo the lower
+    vector weight raised R@10 on the tuning and the held-out conversations alike."""
+    search_field_weight_context: float = Field(default=0.5, ge=0.0, le=10.0)
+    """Full-text channel (BM25F): a neighbour's word against the entry's own word (1.0)."""
+    search_field_weight_speaker: float = Field(default=0.5, ge=0.0, le=10.0)
+    search_participant_boost: float = Field(default=0.5, ge=0.0, le=10.0)
+    """A query naming an entry's speaker multiplies the entry's fused score by 1 + this, in
+    both channels' candidates (0: off)."""
+    """Full-text channel: a query term naming the entry's speaker (`index_speaker_key`)."""
     analyzer_language: str | None = "english"
     """Snowball stemmer language (`none` disables stemming)."""
-    analyzer_drop_query_stopwords: bool = False
+    analyzer_drop_query_stopwords: bool = True
+    """Drop English function words from queries (never from the index, and never when the
+    query has nothing else)."""
     analyzer_strip_clitics: bool = False
     """English and porter analyzers: drop 's, 't, 're, 've, 'll, 'd, 'm after an apostrophe
     in entries and queries alike (new writes; older entries keep their tokens)."""
@@ -112,18 +127,26 @@ class RuntimeConfig(_Group):
     """What the search channels index per entry: {text}, {kind} and {metadata[KEY]}, for
     example `{text}\n{metadata[date]}`. Missing keys render as nothing; stored text is never
     changed. Applies to writes after the change (old entries keep their index)."""
-    index_context_before: int = Field(default=0, ge=0, le=16)
-    """Contextual indexing: neighbouring entries of the same write batch (and group) before
-    each entry that the channels see with it; 0 with `after` 0 turns it off."""
-    index_context_after: int = Field(default=0, ge=0, le=16)
+    index_context_before: int = Field(default=2, ge=0, le=16)
+    """Contextual indexing: neighbouring entries of the same thread (in write order, whether
+    written in one batch or one call at a time) before each entry that the channels see with
+    it; 0 with `after` 0 turns it off. Entries without a thread get none unless
+    `index_context_group_key` is set."""
+    index_context_after: int = Field(default=2, ge=0, le=16)
     index_context_group_key: str | None = None
-    """Metadata key that groups neighbours (a conversation, session or document id); unset:
-    the whole batch is one sequence."""
+    """For entries without a thread: a metadata key that groups neighbours within one write
+    batch (a conversation, session or document id); unset: no neighbours."""
     index_context_fts: bool = True
     """With context on: add the neighbours' words to the full-text index."""
     index_context_vector: bool = True
     """With context on: mix the neighbourhood's vector into the entry's vector."""
     index_context_neighbour_chars: int = Field(default=512, ge=1, le=65_536)
+    index_speaker_key: str | None = "speaker"
+    """Metadata key naming who said or wrote an entry (a participant of its thread); its words
+    are indexed as the speaker field. Unset or blank: no speaker field."""
+    index_event_date: bool = True
+    """Append an entry's `occurred_at` (when the writer gave one) to what both channels index,
+    as words such as `8 May 2023`. Entries without it index as before."""
 
     @field_validator("memory_rerank_candidate_limits_by_class")
     @classmethod
@@ -133,12 +156,12 @@ class RuntimeConfig(_Group):
     @field_validator("index_template")
     @classmethod
     def _valid_template(cls, value: str) -> str:
-        from powercontext.memory.search.templates import validate_template
+        from powercontext.memory.indexing.templates import validate_template
 
         # Environment values cannot carry a newline easily: accept the two-character `\n`.
         return validate_template(value.replace("\\n", "\n"))
 
-    @field_validator("index_context_group_key", mode="before")
+    @field_validator("index_context_group_key", "index_speaker_key", mode="before")
     @classmethod
     def _blank_group_key(cls, value: Any) -> Any:
         if isinstance(value, str) and not value.strip():

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from powercontext.config import LLAMACPP_PREFIX, ServerSettings, env_name
 from powercontext.memory.backfill import VectorBackfill
 from powercontext.memory.errors import ConfigurationError
+from powercontext.memory.indexing.context import IndexTextConfig
 from powercontext.memory.ports import EmbeddingModel, MemoryReranker, MemoryStore
 from powercontext.memory.rerank.cache import RerankCache
 from powercontext.memory.rerank.guard import GuardedReranker
 from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.candidates import CandidatePolicy
-from powercontext.memory.search.context import IndexTextConfig
+from powercontext.memory.search.fields import FieldWeights
 from powercontext.memory.service import MemoryService, SearchConfig, SearchObserver
 
 log = logging.getLogger("powercontext.runtime")
@@ -44,9 +45,13 @@ class Runtime:
     def memory_reranker(self) -> MemoryReranker | None:
         return self.memory.reranker
 
-    async def reindex(self, progress: ReindexProgress | None = None) -> dict[str, int]:
+    async def reindex(
+        self, progress: ReindexProgress | None = None, *, rebuild: bool = False
+    ) -> dict[str, int]:
         """Embed every active entry of every scope that lacks a vector of the current profile.
 
+        `rebuild`: instead re-derive the tokens and vectors of every active entry under the
+        current index profile (no revision is made), and record that profile with the scope.
         The background backfill pauses meanwhile, so the two never embed the same versions
         and the counts are this call's own."""
         if self.backfill is not None:
@@ -59,7 +64,10 @@ class Runtime:
                     if progress is not None:
                         progress(scope_id, done, total)
 
-                counts[scope_id] = await self.memory.reindex(scope_id, report)
+                if rebuild:
+                    counts[scope_id] = await self.memory.rebuild(scope_id, report)
+                else:
+                    counts[scope_id] = await self.memory.reindex(scope_id, report)
         finally:
             if self.backfill is not None:
                 self.backfill.start()
@@ -86,6 +94,11 @@ def search_config(settings: ServerSettings) -> SearchConfig:
             drop_query_stopwords=runtime.analyzer_drop_query_stopwords,
             strip_clitics=runtime.analyzer_strip_clitics,
         ),
+        participant_boost=runtime.search_participant_boost,
+        fields=FieldWeights(
+            context=runtime.search_field_weight_context,
+            speaker=runtime.search_field_weight_speaker,
+        ),
         max_batch_entries=runtime.max_batch_entries,
         embedding_batch_size=runtime.embedding_batch_size,
         index=IndexTextConfig(
@@ -96,6 +109,8 @@ def search_config(settings: ServerSettings) -> SearchConfig:
             context_fts=runtime.index_context_fts,
             context_vector=runtime.index_context_vector,
             context_neighbour_chars=runtime.index_context_neighbour_chars,
+            event_date=runtime.index_event_date,
+            speaker_key=runtime.index_speaker_key,
         ),
     )
 

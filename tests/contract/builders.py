@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,8 @@ def version(
     kind: str = "fact",
     metadata: dict[str, Any] | None = None,
     tokens: str | None = None,
+    thread: str | None = None,
+    occurred_at: datetime | None = None,
 ) -> NewVersion:
     return NewVersion(
         entry_id=entry_id or new_id("entry"),
@@ -35,6 +38,8 @@ def version(
         text=text,
         metadata=metadata if metadata is not None else {"source": "test"},
         index_tokens=index_tokens(text) if tokens is None else tokens,
+        thread=thread,
+        occurred_at=occurred_at,
     )
 
 

@@ -52,7 +52,8 @@ async def test_every_mode_and_every_script(url: str) -> None:
             assert page.mode == ("hybrid" if mode == "auto" else mode)
             assert "deploy" in page.hits[0].text, mode
         page = await memory.search(SearchMemoryRequest(query="tea", mode="fts"))
-        assert page.hits[0].score == 1 / 61 and page.hits[0].matched_by == ("fts",)
+        k = rt.settings.runtime.search_rrf_k
+        assert page.hits[0].score == 1 / (k + 1) and page.hits[0].matched_by == ("fts",)
         for query, expected in (("上海开会", FACTS[3]), ("東京", FACTS[4])):
             page = await memory.search(SearchMemoryRequest(query=query, mode="fts"))
             assert page.hits[0].text == expected
@@ -111,3 +112,38 @@ async def test_a_new_profile_waits_for_reindex(url: str) -> None:
         assert await memory.pending_vectors() == len(FACTS)
         assert await rt.reindex() == {"project": len(FACTS)}
         assert (await memory.search(SearchMemoryRequest(query="tea"))).mode == "hybrid"
+
+
+async def test_turn_by_turn_writes_search_like_one_batch(url: str) -> None:
+    """Contextual indexing by thread on PostgreSQL: the earlier turns' tokens (and the term
+    statistics) are brought up to date by later turns, as one batch would have set them."""
+    turns = [
+        ("s1", "Did you finally go on the canoe trip?"),
+        ("s1", "Yes, and the lake was freezing."),
+        ("s2", "The quarterly report is due on Monday."),
+        ("s1", "Next time we bring wetsuits."),
+        ("s2", "Marketing wants the numbers first."),
+    ]
+    requests = [
+        RememberMemoryRequest(text=text, thread=thread, metadata={"i": i})
+        for i, (thread, text) in enumerate(turns)
+    ]
+
+    async def ranked(scope: str) -> list[list[tuple[int, float]]]:
+        memory = rt.memory.for_scope(scope)
+        out = []
+        for query in ("canoe", "freezing wetsuits", "numbers report"):
+            for mode in ("fts", "hybrid"):
+                page = await memory.search(SearchMemoryRequest(query=query, mode=mode))
+                out.append([(h.metadata["i"], round(h.score, 9)) for h in page.hits])
+        return out
+
+    async with open_runtime(settings(url)) as rt:
+        await rt.memory.for_scope("batch").remember_many(requests)
+        for request in requests:
+            await rt.memory.for_scope("turns").remember(request)
+        assert await ranked("turns") == await ranked("batch")
+        page = await rt.memory.for_scope("turns").search(
+            SearchMemoryRequest(query="freezing", mode="fts")
+        )
+        assert {hit.metadata["i"] for hit in page.hits} == {0, 1, 3}

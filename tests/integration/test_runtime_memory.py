@@ -52,12 +52,12 @@ async def test_remember_and_search_every_mode(runtime: Runtime) -> None:
         assert page.memory_ref is not None and page.memory_ref.revision == 1
 
 
-async def test_single_channel_rank_one_scores_one_over_61(runtime: Runtime) -> None:
+async def test_single_channel_rank_one_scores_one_over_k_plus_1(runtime: Runtime) -> None:
     await _seed(runtime)
     page = await runtime.memory.for_scope("project").search(
         SearchMemoryRequest(query="tea", mode="fts")
     )
-    assert page.hits[0].score == 1 / 61
+    assert page.hits[0].score == 1 / (runtime.settings.runtime.search_rrf_k + 1)
     assert page.hits[0].matched_by == ("fts",)
 
 

@@ -68,7 +68,8 @@ async def test_reopening_fills_pending_vectors_without_reindex(
         memory = runtime.memory.for_scope(SCOPE)
 
         async def filled() -> bool:
-            return await memory.pending_vectors() == 0
+            # The store first, then the backfill's own count, which it takes after a scope.
+            return await memory.pending_vectors() == 0 and runtime.backfill.pending_total == 0
 
         await _until(filled)
         assert runtime.backfill.filled_total == 150
@@ -108,7 +109,8 @@ async def test_a_failing_provider_is_retried_and_never_kills_the_filler(tmp_path
         embedder.fail_documents = False
 
         async def filled() -> bool:
-            return await memory.pending_vectors() == 0
+            # The store first, then the backfill's own count, which it takes after a scope.
+            return await memory.pending_vectors() == 0 and runtime.backfill.pending_total == 0
 
         await _until(filled, 15.0)  # the backoff doubles from 0.05 s: a few seconds at most
     assert runtime.backfill._task is None  # stopped cleanly with the runtime

@@ -6,7 +6,7 @@ import pytest
 
 from powercontext.config import RuntimeConfig, ServerSettings
 from powercontext.memory.errors import ConfigurationError
-from powercontext.memory.search.templates import TemplateError, render, validate_template
+from powercontext.memory.indexing.templates import TemplateError, render, validate_template
 
 
 def test_default_template_is_the_text_unchanged() -> None:
@@ -67,9 +67,12 @@ def test_config_validates_the_template_and_accepts_escaped_newlines() -> None:
 
 def test_environment_variables_reach_the_new_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("POWERCONTEXT_SERVER_RUNTIME_INDEX_TEMPLATE", "{text}\\n{metadata[d]}")
-    monkeypatch.setenv("POWERCONTEXT_SERVER_RUNTIME_INDEX_CONTEXT_BEFORE", "2")
+    monkeypatch.setenv("POWERCONTEXT_SERVER_RUNTIME_INDEX_CONTEXT_BEFORE", "3")
+    monkeypatch.setenv("POWERCONTEXT_SERVER_RUNTIME_INDEX_CONTEXT_AFTER", "0")
     monkeypatch.setenv("POWERCONTEXT_SERVER_RUNTIME_INDEX_CONTEXT_GROUP_KEY", "thread")
+    monkeypatch.setenv("POWERCONTEXT_SERVER_RUNTIME_INDEX_SPEAKER_KEY", "")
     runtime = ServerSettings().runtime
     assert runtime.index_template == "{text}\n{metadata[d]}"
-    assert runtime.index_context_before == 2 and runtime.index_context_after == 0
+    assert runtime.index_context_before == 3 and runtime.index_context_after == 0
+    assert runtime.index_speaker_key is None
     assert runtime.index_context_group_key == "thread"

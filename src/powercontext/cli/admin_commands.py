@@ -18,6 +18,14 @@ _URL_PASSWORD = re.compile(r"(?P<head>://[^/@:]*:)[^/@]*@")
 
 def reindex(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON counts.")] = False,
+    rebuild: Annotated[
+        bool,
+        typer.Option(
+            "--rebuild",
+            help="Re-derive the tokens and vectors of every active entry under the current "
+            "index settings (after they changed); makes no revision.",
+        ),
+    ] = False,
 ) -> None:
     """Embed every active entry that lacks a vector of the current embedding profile.
 
@@ -36,7 +44,7 @@ def reindex(
             progress.update(tasks[scope_id], completed=done, total=max(total, done))
 
         async with open_runtime() as runtime:
-            return await runtime.reindex(report)
+            return await runtime.reindex(report, rebuild=rebuild)
 
     columns = (
         "{task.description}",
@@ -50,7 +58,8 @@ def reindex(
         output.print_json(counts)
         return
     total = sum(counts.values())
-    output.console.print(f"embedded {total} entries in {len(counts)} scopes")
+    done = "re-indexed" if rebuild else "embedded"
+    output.console.print(f"{done} {total} entries in {len(counts)} scopes")
 
 
 def _mask_url(url: str) -> str:

@@ -42,17 +42,28 @@ def remember(
         int | None, typer.Option(help="Refuse unless the scope is at this revision.")
     ] = None,
     reason: Annotated[str | None, typer.Option(help="Recorded in the change log.")] = None,
+    thread: Annotated[
+        str | None, typer.Option(help="The conversation, session or document it belongs to.")
+    ] = None,
+    occurred_at: Annotated[
+        str | None, typer.Option(help="When the event happened (ISO 8601; default: now).")
+    ] = None,
     *,
     connection: Connection,
 ) -> None:
     """Remember one entry."""
     with fail_on_errors():
-        request = RememberMemoryRequest(
-            kind=kind,
-            text=text,
-            metadata=metadata_object(metadata),
-            expected_revision=expected_revision,
-            reason=reason,
+        # model_validate parses --occurred-at exactly as the HTTP API does.
+        request = RememberMemoryRequest.model_validate(
+            {
+                "kind": kind,
+                "text": text,
+                "metadata": metadata_object(metadata),
+                "expected_revision": expected_revision,
+                "reason": reason,
+                "thread": thread,
+                "occurred_at": occurred_at,
+            }
         )
     result = connection.run(scope, lambda m: m.remember(request))
     output.print_write(result, connection.as_json)

@@ -90,6 +90,8 @@ def _search_page(payload: Any) -> MemorySearchPage:
             metadata=hit["metadata"],
             score=hit["score"],
             matched_by=tuple(hit["matched_by"]),
+            thread=hit.get("thread"),
+            occurred_at=hit.get("occurred_at"),
         )
         for hit in payload["hits"]
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -19,6 +19,7 @@ MAX_METADATA_BYTES = 16384
 MAX_KIND_CHARS = 64
 MAX_SCOPE_CHARS = 256
 MAX_REASON_CHARS = 1024
+MAX_THREAD_CHARS = 256
 
 SearchMode = Literal["auto", "fts", "vector", "hybrid"]
 ResolvedMode = Literal["fts", "vector", "hybrid"]
@@ -99,7 +100,25 @@ ScopeId = Annotated[
 EntryText = Annotated[str, _bounded_text("text", MAX_TEXT_BYTES)]
 QueryText = Annotated[str, _bounded_text("query", MAX_QUERY_BYTES)]
 Kind = Annotated[str, Field(max_length=MAX_KIND_CHARS), AfterValidator(_check_kind)]
+
+
+def _check_thread(value: str) -> str:
+    value = normalize_text(_check_unicode(value, "thread"))
+    if not value:
+        raise ValueError("thread must not be blank")
+    return value
+
+
+def _check_occurred_at(value: datetime) -> datetime:
+    # A naive time is read as UTC, so every stored time compares with every other.
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
 Metadata = Annotated[dict[str, Any], AfterValidator(_check_metadata)]
+Thread = Annotated[str, Field(max_length=MAX_THREAD_CHARS), AfterValidator(_check_thread)]
+"""The conversation, session or document an entry belongs to; neighbours are found by it."""
+OccurredAt = Annotated[datetime, AfterValidator(_check_occurred_at)]
+"""When the remembered event happened (UTC); defaults to the write time."""
 Reason = Annotated[str, Field(max_length=MAX_REASON_CHARS)]
 
 
@@ -134,6 +153,11 @@ class RememberMemoryRequest(_Frozen):
     kind: Kind = "fact"
     text: EntryText
     metadata: Metadata = Field(default_factory=dict)
+    thread: Thread | None = None
+    """The conversation, session or document the entry belongs to. Entries of one thread are
+    indexed with their neighbours in write order (contextual indexing)."""
+    occurred_at: OccurredAt | None = None
+    """When the remembered event happened; None means the write time."""
     expected_revision: int | None = Field(default=None, ge=0)
     reason: Reason | None = None
 
@@ -177,6 +201,10 @@ class MemoryEntry(_Frozen):
     metadata: dict[str, Any]
     created_at: datetime
     active: bool = True
+    thread: str | None = None
+    occurred_at: datetime | None = None
+    """When the event happened: the value written, else the write time (None only from an
+    older server)."""
 
 
 class MemoryHit(_Frozen):
@@ -188,6 +216,8 @@ class MemoryHit(_Frozen):
     metadata: dict[str, Any]
     score: float
     matched_by: tuple[Channel, ...]
+    thread: str | None = None
+    occurred_at: datetime | None = None
 
     @property
     def citation(self) -> MemoryCitation:

@@ -17,6 +17,7 @@ from powercontext.memory.models import (
     MemoryHit,
     MemoryRerankDecision,
 )
+from powercontext.memory.search.fields import FieldWeights
 
 Vector = npt.NDArray[np.float32]
 
@@ -39,6 +40,13 @@ class StoredVersion:
     created_at: datetime
     added_revision: int
     removed_revision: int | None
+    thread: str | None = None
+    occurred_at: datetime | None = None
+    """As written; None when the caller gave none (the event time is then `created_at`)."""
+
+    @property
+    def event_time(self) -> datetime:
+        return self.occurred_at or self.created_at
 
     def active_at(self, revision: int) -> bool:
         return self.added_revision <= revision and (
@@ -56,6 +64,8 @@ class NewVersion:
     metadata: dict[str, Any]
     index_tokens: str
     """Space-joined analyzer tokens the full-text channel indexes (see search.analyze)."""
+    thread: str | None = None
+    occurred_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +137,16 @@ class MemoryStore(Protocol):
     ) -> list[MemoryChange]: ...
 
     async def fts_candidates(
-        self, scope_id: str, revision: int, terms: Sequence[str], *, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        terms: Sequence[str],
+        *,
+        limit: int,
+        fields: FieldWeights | None = None,
     ) -> list[FtsCandidate]:
-        """Versions active at `revision` containing any of `terms`, best first."""
+        """Versions active at `revision` containing any of `terms` in any field, best first,
+        each field weighted as `fields` says (see search.fields; None: the defaults)."""
         ...
 
     async def vector_candidates(
@@ -146,6 +163,28 @@ class MemoryStore(Protocol):
         self, scope_id: str, profile_id: str, *, limit: int
     ) -> list[StoredVersion]:
         """Versions active at the head with no vector of `profile_id`, ascending by key."""
+        ...
+
+    async def thread_tail(self, scope_id: str, thread: str, *, limit: int) -> list[StoredVersion]:
+        """The last `limit` first versions (version 1) of `thread` active at the head, ascending
+        by key: the thread's entries in write order, for contextual indexing."""
+        ...
+
+    async def rewrite_index_tokens(self, scope_id: str, items: Sequence[tuple[int, str]]) -> None:
+        """Replace the full-text tokens of stored versions (derived data: no revision is made,
+        the text is untouched). Unknown keys raise NotFoundError."""
+        ...
+
+    async def index_profile(self, scope_id: str) -> str | None:
+        """The index profile recorded for the scope, if any."""
+        ...
+
+    async def index_profiles(self) -> dict[str, str]:
+        """The index profile recorded for each scope that has one."""
+        ...
+
+    async def set_index_profile(self, scope_id: str, profile: str) -> None:
+        """Record (or replace) the index profile a scope's entries are indexed under."""
         ...
 
     async def put_vectors(

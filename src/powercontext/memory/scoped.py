@@ -25,7 +25,7 @@ from powercontext.memory.models import (
 )
 
 if TYPE_CHECKING:
-    from powercontext.memory.indexing import ProgressCallback
+    from powercontext.memory.indexing.vectors import ProgressCallback
     from powercontext.memory.service import MemoryService
 
 _SCOPE = TypeAdapter(ScopeId)

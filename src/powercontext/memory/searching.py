@@ -27,8 +27,9 @@ from powercontext.memory.models import (
 from powercontext.memory.ports import FtsCandidate, MemoryReranker, Vector, VectorCandidate
 from powercontext.memory.rerank.deadline import search_deadline
 from powercontext.memory.search.admission import admit_fts, admit_vector
-from powercontext.memory.search.analyze import query_terms
+from powercontext.memory.search.analyze import analyze, query_terms
 from powercontext.memory.search.candidates import CandidateChoice
+from powercontext.memory.search.fields import SPEAKER_PREFIX
 from powercontext.memory.search.fusion import FusedCandidate, fuse_rrf
 from powercontext.memory.search.modes import (
     channel_limit,
@@ -37,6 +38,7 @@ from powercontext.memory.search.modes import (
     uses_fts,
     uses_vector,
 )
+from powercontext.memory.search.participants import favour_participants, named_participants
 from powercontext.memory.search.ranks import normalize_ranks, resolve
 from powercontext.memory.vectors import unit_vector
 
@@ -165,7 +167,9 @@ async def _search_at(
     async def fts() -> list[FtsCandidate]:
         if not uses_fts(mode) or not terms:
             return []
-        return await store.fts_candidates(scope_id, head, terms, limit=per_channel)
+        return await store.fts_candidates(
+            scope_id, head, terms, limit=per_channel, fields=config.fields
+        )
 
     async def vector() -> list[VectorCandidate]:
         if query_vector is None or profile is None or not uses_vector(mode):
@@ -179,12 +183,16 @@ async def _search_at(
         "fts": admit_fts(fts_found, terms),
         "vector": admit_vector(vector_found, config.min_similarity),
     }
+    named = named_participants(terms, fts_found) if config.participant_boost > 0 else frozenset()
     fused = fuse_rrf(
         admitted,
-        limit=coarse,
+        limit=len(admitted["fts"]) + len(admitted["vector"]) if named else coarse,
         k=config.rrf_k,
         weights={"fts": config.weight_fts, "vector": config.weight_vector},
     )
+    if named:
+        speakers = await _speakers(service, scope_id, fused, fts_found)
+        fused = favour_participants(fused, speakers, named, config.participant_boost, coarse)
     pool = await _hits(service, scope_id, head, fused)
     ref = MemoryRef(scope_id=scope_id, revision=head)
     if reranker is None or not pool:
@@ -194,6 +202,29 @@ async def _search_at(
     return MemorySearchPage(
         memory_ref=ref, mode=mode, hits=hits, rerank=trace, rerank_status=trace.rerank_status
     )
+
+
+async def _speakers(
+    service: MemoryService,
+    scope_id: str,
+    fused: list[FusedCandidate],
+    fts_found: list[FtsCandidate],
+) -> dict[int, frozenset[str]]:
+    """Speaker words of every fused candidate: from the full-text tokens where the channel
+    returned them, else from the stored metadata, analyzed as the index does."""
+    prefix = len(SPEAKER_PREFIX)
+    speakers = {
+        c.key: frozenset(t[prefix:] for t in c.tokens if t.startswith(SPEAKER_PREFIX))
+        for c in fts_found
+    }
+    key = service.config.index.speaker_key
+    missing = [c.key for c in fused if c.key not in speakers]
+    if missing and key is not None:
+        for row in (await service.store.fetch_versions(scope_id, missing)).values():
+            value = row.metadata.get(key)
+            if isinstance(value, str):
+                speakers[row.key] = frozenset(analyze(value, service.config.analyzer))
+    return speakers
 
 
 async def _hits(
@@ -213,6 +244,8 @@ async def _hits(
             metadata=row.metadata,
             score=f.score,
             matched_by=f.matched_by,
+            thread=row.thread,
+            occurred_at=row.event_time,
         )
         for f in fused
         if (row := stored.get(f.key)) is not None

@@ -7,6 +7,7 @@ lock: they read the head once and pass that exact revision to every later read.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 import uuid
@@ -21,7 +22,11 @@ from powercontext.memory.errors import (
     PayloadTooLargeError,
     RevisionConflictError,
 )
-from powercontext.memory.indexing import ProgressCallback, VectorIndexer
+from powercontext.memory.indexing.context import IndexSource, IndexTextConfig, fts_tokens
+from powercontext.memory.indexing.profile import IndexProfiles, index_profile
+from powercontext.memory.indexing.rebuild import rebuild_scope
+from powercontext.memory.indexing.threads import ThreadIndexer, WriteIndex, source_of
+from powercontext.memory.indexing.vectors import ProgressCallback, VectorIndexer
 from powercontext.memory.models import (
     MemoryChangesPage,
     MemoryCitation,
@@ -48,7 +53,7 @@ from powercontext.memory.ports import (
 from powercontext.memory.scoped import ScopedMemory, validate_scope_id
 from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.candidates import CandidatePolicy
-from powercontext.memory.search.context import IndexSource, IndexTextConfig, fts_tokens
+from powercontext.memory.search.fields import FieldWeights
 from powercontext.memory.searching import run_search, run_search_batch
 
 Planner = Callable[[], Awaitable[list[PlannedChange]]]
@@ -57,6 +62,7 @@ COMMIT_RETRY_SECONDS = 30.0
 committed first). A count would not do: with N writers sharing a database, losing 5 rounds in a
 row is routine, and the caller asked for 'whatever the head is', which always exists."""
 _BACKOFF_SECONDS = (0.001, 0.05)
+log = logging.getLogger("powercontext.memory")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +75,10 @@ class SearchConfig:
     analyzer: AnalyzerConfig = field(default_factory=AnalyzerConfig)
     max_batch_entries: int = 50_000
     embedding_batch_size: int = 64
+    participant_boost: float = 0.0
+    """A query naming an entry's speaker multiplies its fused score by 1 + this (0: off)."""
+    fields: FieldWeights = field(default_factory=FieldWeights)
+    """Weights of the neighbour and speaker fields in the full-text channel (search.fields)."""
     index: IndexTextConfig = field(default_factory=IndexTextConfig)
     """What the channels index per entry: template and contextual neighbours."""
     timeout_seconds: float | None = None
@@ -108,6 +118,8 @@ def _entry(scope_id: str, revision: int, stored: StoredVersion) -> MemoryEntry:
         metadata=stored.metadata,
         created_at=stored.created_at,
         active=stored.removed_revision is None,
+        thread=stored.thread,
+        occurred_at=stored.event_time,
     )
 
 
@@ -130,6 +142,8 @@ class MemoryService:
         self.indexer = VectorIndexer(
             store, embedder, self.config.embedding_batch_size, self.config.index
         )
+        self.threads = ThreadIndexer(store, self.config.index, self.config.analyzer)
+        self.profiles = IndexProfiles(store, index_profile(self.config.index, self.config.analyzer))
 
     def for_scope(self, scope_id: str) -> ScopedMemory:
         return ScopedMemory(self, validate_scope_id(scope_id))
@@ -143,28 +157,30 @@ class MemoryService:
         self,
         entry_id: str,
         version: int,
-        kind: str,
-        text: str,
-        metadata: dict[str, object],
+        source: IndexSource,
         tokens: str | None = None,
     ) -> NewVersion:
-        """`tokens` comes from the whole batch when the index uses neighbouring entries;
-        a lone version (revise, reactivate) is its own batch."""
+        """`tokens` comes from the thread or batch when the index uses neighbouring entries; a
+        lone version (revise, reactivate) is indexed alone and is nobody's neighbour."""
         if tokens is None:
-            (tokens,) = self._batch_tokens([(kind, text, metadata)])
+            alone = IndexSource(
+                kind=source.kind,
+                text=source.text,
+                metadata=source.metadata,
+                occurred_at=source.occurred_at,
+            )
+            (tokens,) = fts_tokens([alone], self.config.index, self.config.analyzer)
         return NewVersion(
             entry_id=entry_id,
             entry_version_id=uuid.uuid4().hex,
             version=version,
-            kind=kind,
-            text=text,
-            metadata=dict(metadata),
+            kind=source.kind,
+            text=source.text,
+            metadata=dict(source.metadata),
             index_tokens=tokens,
+            thread=source.thread,
+            occurred_at=source.occurred_at,
         )
-
-    def _batch_tokens(self, batch: Sequence[tuple[str, str, dict[str, object]]]) -> list[str]:
-        sources = [IndexSource(kind=k, text=t, metadata=m) for k, t, m in batch]
-        return fts_tokens(sources, self.config.index, self.config.analyzer)
 
     async def _commit(
         self,
@@ -222,21 +238,23 @@ class MemoryService:
         if len(expected) > 1:
             raise MemoryValidationError("entries of one batch must share one expected_revision")
 
-        tokens = self._batch_tokens([(r.kind, r.text, r.metadata) for r in requests])
+        sources = [source_of(request) for request in requests]
+        planned: list[WriteIndex] = []
 
         async def plan() -> list[PlannedChange]:
+            # Read under the scope lock, so the tail is the one this commit extends.
+            index = await self.threads.plan(scope_id, sources)
+            planned[:] = [index]
             return [
                 PlannedChange(
                     op="add",
-                    new=self._new_version(
-                        uuid.uuid4().hex, 1, r.kind, r.text, r.metadata, tokens=batch_tokens
-                    ),
+                    new=self._new_version(uuid.uuid4().hex, 1, source, tokens=tokens),
                     reason=r.reason,
                 )
-                for r, batch_tokens in zip(requests, tokens, strict=True)
+                for r, source, tokens in zip(requests, sources, index.tokens, strict=True)
             ]
 
-        return await self._write(scope_id, requests[0].expected_revision, plan)
+        return await self._write(scope_id, requests[0].expected_revision, plan, lambda: planned[0])
 
     async def _current(self, scope_id: str, citation: MemoryCitation) -> StoredVersion:
         if citation.memory_ref.scope_id != scope_id:
@@ -261,9 +279,13 @@ class MemoryService:
             new = self._new_version(
                 current.entry_id,
                 current.version + 1,
-                request.kind or current.kind,
-                request.text,
-                current.metadata if request.metadata is None else request.metadata,
+                IndexSource(
+                    kind=request.kind or current.kind,
+                    text=request.text,
+                    metadata=current.metadata if request.metadata is None else request.metadata,
+                    thread=current.thread,
+                    occurred_at=current.occurred_at,
+                ),
             )
             return [
                 PlannedChange(
@@ -298,16 +320,27 @@ class MemoryService:
             current = await self._current(scope_id, request.citation)
             if current.removed_revision is None:
                 raise MemoryValidationError(f"entry {current.entry_id!r} is active already")
-            new = self._new_version(
-                current.entry_id, current.version + 1, current.kind, current.text, current.metadata
-            )
+            new = self._new_version(current.entry_id, current.version + 1, source_of(current))
             return [PlannedChange(op="reactivate", new=new, reason=request.reason)]
 
         return await self._write(scope_id, request.expected_revision, plan)
 
-    async def _write(self, scope_id: str, expected: int | None, plan: Planner) -> MemoryWriteResult:
+    async def _write(
+        self,
+        scope_id: str,
+        expected: int | None,
+        plan: Planner,
+        planned: Callable[[], WriteIndex] | None = None,
+    ) -> MemoryWriteResult:
         revision, news, keys = await self._commit(scope_id, expected, plan)
-        pending = await self.indexer.embed_new(scope_id, list(zip(keys, news, strict=True)))
+        await self.profiles.record(scope_id, revision)
+        if planned is None:  # revise, reactivate: one version, indexed alone
+            pending = await self.indexer.embed_new(scope_id, list(zip(keys, news, strict=True)))
+        else:
+            index = planned()
+            await self.threads.rewrite_neighbours(scope_id, index)
+            new = list(zip(keys, index.embeddings, strict=True))
+            pending = await self.indexer.embed_items(scope_id, new, index.re_embed)
         stored = await self.store.fetch_versions(scope_id, keys)
         entries = tuple(_entry(scope_id, revision, stored[key]) for key in keys)
         return MemoryWriteResult(
@@ -315,6 +348,21 @@ class MemoryService:
             entries=entries,
             vectors_pending=pending,
         )
+
+    # ---- index profiles ------------------------------------------------------------------
+
+    async def rebuild(self, scope_id: str, progress: ProgressCallback | None = None) -> int:
+        """Re-derive every active version's tokens and vectors under the current profile."""
+        async with self._lock(scope_id):
+            count = await rebuild_scope(
+                self.indexer,
+                self.config.index,
+                self.config.analyzer,
+                scope_id,
+                progress or (lambda _done, _total: None),
+            )
+            await self.profiles.mark_rebuilt(scope_id)
+        return count
 
     # ---- embeddings ------------------------------------------------------------------------
 
@@ -398,6 +446,7 @@ class MemoryService:
     # ---- search ----------------------------------------------------------------------------
 
     async def search(self, scope_id: str, request: SearchMemoryRequest) -> MemorySearchPage:
+        await self.profiles.warn_if_stale(scope_id)
         page = await run_search(self, scope_id, request)
         self._observe(page)
         return page
@@ -413,6 +462,7 @@ class MemoryService:
                 f"batch of {len(requests)} searches exceeds the limit of "
                 f"{self.config.max_batch_queries} (POWERCONTEXT_SERVER_RUNTIME_MAX_BATCH_QUERIES)"
             )
+        await self.profiles.warn_if_stale(scope_id)
         pages = await run_search_batch(self, scope_id, requests)
         for page in pages:
             self._observe(page)

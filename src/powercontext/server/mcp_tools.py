@@ -184,8 +184,8 @@ def _annotations(
 MEMORY_TOOLS: tuple[MemoryTool, ...] = (
     MemoryTool(
         "remember",
-        "Remember one entry (text, optional kind and metadata) in a scope; creates one "
-        "revision and returns the citations of the version written.",
+        "Remember one entry (text; optional kind, metadata, thread and occurred_at) in a scope; "
+        "creates one revision and returns the citations of the version written.",
         RememberOneRequest,
         WriteResultModel,
         _remember,

@@ -49,6 +49,7 @@ class ReadinessProbe:
             "embedding_model": await self._embedding_model(),
             "memory_reranker": self._reranker(),
             "vectors": vectors,
+            "index_profile": await self._index_profile(),
         }
         ready = all(c.ok for c in checks.values())
         return ReadyResponse(
@@ -107,6 +108,24 @@ class ReadinessProbe:
             ttl = self.model_ttl if ok else self.failure_ttl
             self._embedder = _Cached(check, time.monotonic() + ttl)
             return check
+
+    async def _index_profile(self) -> ReadinessCheck:
+        """Stale scopes are searchable (on their old index), so this never fails readiness."""
+        try:
+            stale = await asyncio.wait_for(
+                self.runtime.memory.profiles.stale_scopes(), self.timeout
+            )
+        except Exception as exc:  # reported, not fatal: the database check says the rest
+            return ReadinessCheck(ok=True, detail=f"not checked ({type(exc).__name__})")
+        if not stale:
+            return ReadinessCheck(
+                ok=True, detail="every scope is indexed under the current profile"
+            )
+        return ReadinessCheck(
+            ok=True,
+            detail=f"{len(stale)} scopes indexed under an older profile (searchable); run "
+            "`powercontext reindex --rebuild`",
+        )
 
     def _reranker(self) -> ReadinessCheck:
         reranker = self.runtime.memory_reranker

@@ -159,6 +159,8 @@ def search_response(
             metadata=hit.metadata,
             score=hit.score,
             matched_by=list(hit.matched_by),
+            thread=hit.thread,
+            occurred_at=hit.occurred_at,
         )
         for hit in page.hits
     ]
@@ -201,6 +203,8 @@ async def remember(
             text=e.text,
             metadata=e.metadata,
             reason=e.reason,
+            thread=e.thread,
+            occurred_at=e.occurred_at,
             expected_revision=body.expected_revision,
         )
         for e in body.entries

@@ -24,12 +24,14 @@ from powercontext.memory.models import (
     EntryText,
     Kind,
     Metadata,
+    OccurredAt,
     QueryText,
     Reason,
     RerankStatus,
     ResolvedMode,
     ScopeId,
     SearchMode,
+    Thread,
 )
 
 MAX_ID_CHARS = 128
@@ -68,6 +70,7 @@ WireScopeId = Annotated[ScopeId, _non_blank_schema()]
 WireEntryText = Annotated[EntryText, _non_blank_schema()]
 WireQueryText = Annotated[QueryText, _non_blank_schema()]
 WireKind = Annotated[Kind, _non_blank_schema()]
+WireThread = Annotated[Thread, _non_blank_schema()]
 WireReason = Annotated[
     Reason, AfterValidator(_no_nul), Field(json_schema_extra={"pattern": NO_NUL_PATTERN})
 ]
@@ -165,6 +168,21 @@ class RememberEntryModel(_Wire):
     text: WireEntryText = Field(min_length=1, max_length=MAX_TEXT_BYTES, description=_TEXT)
     metadata: Metadata = Field(default_factory=dict, description=_METADATA)
     reason: WireReason | None = _reason_field()
+    thread: WireThread | None = Field(
+        default=None,
+        description=(
+            "The conversation, session or document the entry belongs to (at most 256 "
+            "characters). Entries of one thread are indexed with their neighbours in write "
+            "order, whether written in one batch or one call at a time."
+        ),
+    )
+    occurred_at: OccurredAt | None = Field(
+        default=None,
+        description=(
+            "When the remembered event happened (ISO 8601; a time without offset is UTC). "
+            "Default: the write time. The date is indexed, so searches by date find it."
+        ),
+    )
 
 
 class RememberOneRequest(RememberEntryModel):
@@ -336,6 +354,10 @@ class EntryModel(_Wire):
     metadata: dict[str, Any] = Field(description="The entry's metadata.")
     created_at: datetime = Field(description="When this version was written (UTC).")
     active: bool = Field(description="False once the entry is retired or revised.")
+    thread: str | None = Field(default=None, description="The thread the entry belongs to.")
+    occurred_at: datetime | None = Field(
+        default=None, description="When the event happened: as written, else the write time."
+    )
 
 
 class WriteResultModel(_Wire):
@@ -361,6 +383,10 @@ class HitModel(_Wire):
     metadata: dict[str, Any] = Field(description="The entry's metadata.")
     score: float = Field(description="The coarse RRF fusion score (higher is better).")
     matched_by: list[Channel] = Field(description="The channels that found the entry.")
+    thread: str | None = Field(default=None, description="The thread the entry belongs to.")
+    occurred_at: datetime | None = Field(
+        default=None, description="When the event happened: as written, else the write time."
+    )
 
 
 def _is_none(value: object) -> bool:
@@ -499,7 +525,8 @@ class ReadinessCheck(_Wire):
 class ReadyResponse(_Wire):
     status: Literal["ready", "not_ready"] = Field(description="`ready` when every check is ok.")
     checks: dict[str, ReadinessCheck] = Field(
-        description="`database`, `embedding_model`, `memory_reranker` and `vectors`."
+        description="`database`, `embedding_model`, `memory_reranker`, `vectors` and "
+        "`index_profile` (stale scopes are reported, never fatal)."
     )
     vectors_pending: int = Field(
         default=0,

@@ -22,7 +22,7 @@ _RETIRES = {"add": False, "revise": True, "reactivate": False, "retire": True}
 
 VERSION_COLUMNS = (
     "key, entry_id, entry_version_id, version, kind, text, metadata, created_at, "
-    "added_revision, removed_revision"
+    "added_revision, removed_revision, thread, occurred_at"
 )
 """The columns `version_from_row` reads, in its order."""
 
@@ -110,6 +110,8 @@ def version_from_row(
         created_at=created_at(row[7]),
         added_revision=int(row[8]),
         removed_revision=None if row[9] is None else int(row[9]),
+        thread=row[10],
+        occurred_at=None if row[11] is None else created_at(row[11]),
     )
 
 

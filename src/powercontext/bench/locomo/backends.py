@@ -10,10 +10,11 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from powercontext import ServerSettings, open_runtime
 from powercontext.config import DatabaseConfig, RuntimeConfig
@@ -32,6 +33,33 @@ class IngestOutcome:
     reused: bool
     """The scope already held exactly this content (a resumed run, or a shared server)."""
     vectors_embedded_late: int = 0
+    seconds: float = 0.0
+    """Wall time of the writes (and of any late embedding), for entries/s."""
+
+
+WriteMode = Literal["turns", "batch"]
+"""`turns`: one `remember` per entry, as an agent writes; `batch`: one `remember_many`."""
+
+
+async def write_entries(
+    memory: Any, requests: Sequence[RememberMemoryRequest], write: WriteMode
+) -> bool:
+    """Write the entries; False when the scope already held them (its id is a content hash).
+
+    The first write is a compare-and-swap on "the scope is empty", so a resumed run or a
+    shared server reuses a complete scope instead of appending to it.
+    """
+    first = _first_entry_of_empty_scope(requests)
+    try:
+        if write == "batch":
+            await _maybe_await(memory.remember_many(first))
+            return True
+        await _maybe_await(memory.remember(first[0]))
+    except RevisionConflictError:
+        return False
+    for request in requests[1:]:
+        await _maybe_await(memory.remember(request))
+    return True
 
 
 class MemoryBackend(Protocol):
@@ -40,7 +68,7 @@ class MemoryBackend(Protocol):
     """Whether `page.rerank` (the coarse pool of a reranked search) can be observed."""
 
     async def ingest(
-        self, scope_id: str, requests: Sequence[RememberMemoryRequest]
+        self, scope_id: str, requests: Sequence[RememberMemoryRequest], write: WriteMode = "turns"
     ) -> IngestOutcome: ...
 
     async def search(self, scope_id: str, request: SearchMemoryRequest) -> Any: ...
@@ -87,18 +115,16 @@ class InProcessBackend:
         self._runtime = runtime
 
     async def ingest(
-        self, scope_id: str, requests: Sequence[RememberMemoryRequest]
+        self, scope_id: str, requests: Sequence[RememberMemoryRequest], write: WriteMode = "turns"
     ) -> IngestOutcome:
         memory = self._runtime.memory.for_scope(scope_id)
-        reused = False
-        try:
-            await memory.remember_many(_first_entry_of_empty_scope(requests))
-        except RevisionConflictError:
-            reused = True
+        started = time.perf_counter()
+        reused = not await write_entries(memory, requests, write)
         late = 0
         if await memory.pending_vectors():
             late = await memory.reindex()
-        return IngestOutcome(scope_id, len(requests), reused, late)
+        seconds = time.perf_counter() - started
+        return IngestOutcome(scope_id, len(requests), reused, late, seconds)
 
     async def search(self, scope_id: str, request: SearchMemoryRequest) -> Any:
         return await self._runtime.memory.for_scope(scope_id).search(request)
@@ -133,14 +159,13 @@ class SdkBackend:
         self._url = url
 
     async def ingest(
-        self, scope_id: str, requests: Sequence[RememberMemoryRequest]
+        self, scope_id: str, requests: Sequence[RememberMemoryRequest], write: WriteMode = "turns"
     ) -> IngestOutcome:
         memory = self._client.memory.for_scope(scope_id)
-        try:
-            await _maybe_await(memory.remember_many(_first_entry_of_empty_scope(requests)))
-        except RevisionConflictError:
-            return IngestOutcome(scope_id, len(requests), True)
-        return IngestOutcome(scope_id, len(requests), False)
+        started = time.perf_counter()
+        reused = not await write_entries(memory, requests, write)
+        seconds = time.perf_counter() - started
+        return IngestOutcome(scope_id, len(requests), reused, seconds=seconds)
 
     async def search(self, scope_id: str, request: SearchMemoryRequest) -> Any:
         return await _maybe_await(self._client.memory.for_scope(scope_id).search(request))

@@ -32,6 +32,11 @@ class Mode(StrEnum):
     hybrid = "hybrid"
 
 
+class WriteChoice(StrEnum):
+    turns = "turns"
+    batch = "batch"
+
+
 class GranularityChoice(StrEnum):
     turn = "turn"
     session = "session"
@@ -59,6 +64,10 @@ def locomo_command(
     granularity: Annotated[
         GranularityChoice, typer.Option(help="One entry per turn or per session.")
     ] = GranularityChoice.turn,
+    write: Annotated[
+        WriteChoice,
+        typer.Option(help="One remember per entry (as agents write) or one remember_many."),
+    ] = WriteChoice.turns,
     answer: Annotated[bool, typer.Option(help="Generate answers (needs a model).")] = False,
     judge: Annotated[Judge, typer.Option(help="LLM-judge policy for answers.")] = Judge.none,
     server: Annotated[
@@ -91,6 +100,7 @@ def locomo_command(
         top_k=top_k,
         answer_k=answer_k,
         granularity=granularity.value,
+        write=write.value,
         answer=answer,
         judge=judge.value,
         server=server,

@@ -1,4 +1,8 @@
-"""Turn a conversation into Memory entries: one scope per conversation, one batch per scope.
+"""Turn a conversation into Memory entries: one scope per conversation.
+
+Each entry carries what an agent would know when writing it: `thread` (the conversation's
+session for a turn, the conversation for a session entry), `occurred_at` (the session's
+date) and, for a turn, the speaker in metadata (`speaker`).
 
 `turn` granularity writes one entry per dialogue turn; `session` one entry per session (split
 into consecutive chunks only when a session exceeds the entry size bound). Every entry's
@@ -11,6 +15,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from powercontext.bench.locomo.dataset import Conversation, Session, Turn
@@ -35,10 +40,27 @@ def turn_text(turn: Turn) -> str:
     return text
 
 
+def session_time(session: Session) -> datetime | None:
+    """LoCoMo writes session dates as `1:56 pm on 8 May, 2023`; None when it is not that."""
+    if not session.date_time:
+        return None
+    try:
+        moment = datetime.strptime(session.date_time.strip(), "%I:%M %p on %d %B, %Y")
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC)
+
+
+def session_thread(conversation: Conversation, session: Session) -> str:
+    return f"{conversation.sample_id}/session-{session.number}"
+
+
 def turn_request(conversation: Conversation, session: Session, turn: Turn) -> RememberMemoryRequest:
     return RememberMemoryRequest(
         kind="turn",
         text=turn_text(turn),
+        thread=session_thread(conversation, session),
+        occurred_at=session_time(session),
         metadata={
             "sample_id": conversation.sample_id,
             "dia_id": turn.dia_id,
@@ -83,6 +105,8 @@ def session_requests(
                 # A single turn longer than the bound is cut: the entry must still be written.
                 text=_cut_to_bytes("\n".join(turn_text(turn) for turn in turns), budget),
                 metadata=metadata,
+                thread=conversation.sample_id,
+                occurred_at=session_time(session),
             )
         )
     return requests
@@ -118,9 +142,12 @@ def scope_id_for(
     only when it holds precisely these entries."""
     digest = hashlib.sha256()
     for request in requests:
+        when = request.occurred_at.isoformat() if request.occurred_at else None
         digest.update(
             json.dumps(
-                [request.kind, request.text, request.metadata], sort_keys=True, ensure_ascii=False
+                [request.kind, request.text, request.metadata, request.thread, when],
+                sort_keys=True,
+                ensure_ascii=False,
             ).encode("utf-8")
         )
     return f"{prefix}-{sample_id}-{granularity}-{digest.hexdigest()[:12]}"

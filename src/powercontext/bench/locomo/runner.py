@@ -19,6 +19,7 @@ from powercontext import ServerSettings
 from powercontext.bench.locomo.answer import generate_answer
 from powercontext.bench.locomo.backends import (
     MemoryBackend,
+    WriteMode,
     bench_settings,
     open_in_process,
     open_sdk,
@@ -47,6 +48,8 @@ class RunConfig:
     answer_k: int = 10
     """Final hits: the search limit with rerank, or the pool's first answer_k without it."""
     granularity: Granularity = "turn"
+    write: WriteMode = "turns"
+    """`turns`: one `remember` per entry, as an agent writes; `batch`: one `remember_many`."""
     answer: bool = False
     judge: JudgePolicy = "none"
     server: str | None = None
@@ -253,7 +256,7 @@ async def run_locomo(
                     continue
                 progress.update(task, description=f"{conversation.sample_id} ingest")
                 plan = plan_ingest(conversation, config.granularity)
-                outcome = await backend.ingest(plan.scope_id, plan.requests)
+                outcome = await backend.ingest(plan.scope_id, plan.requests, config.write)
                 progress.update(task, description=f"{conversation.sample_id} search")
                 records = []
                 for qa in conversation.qa:

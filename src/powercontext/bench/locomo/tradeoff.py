@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 
 from powercontext import ServerSettings
-from powercontext.bench.locomo.backends import bench_settings, open_in_process
+from powercontext.bench.locomo.backends import WriteMode, bench_settings, open_in_process
 from powercontext.bench.locomo.dataset import CATEGORY_NAMES, load_dataset
 from powercontext.bench.locomo.ingest import covered_dia_ids, plan_ingest
 from powercontext.bench.locomo.metrics import OVERALL, aggregate, score_ranking
@@ -107,6 +107,7 @@ async def measure_tradeoff(
     class_limits: dict[str, int] | None = None,
     base_settings: ServerSettings | None = None,
     tokens: TokenCounter | None = None,
+    write: WriteMode = "turns",
 ) -> dict[str, Any]:
     dataset = load_dataset(data)
     base = base_settings if base_settings is not None else ServerSettings()
@@ -126,7 +127,7 @@ async def measure_tradeoff(
     async with open_in_process(settings) as backend:
         for conversation in dataset.conversations:
             plan = plan_ingest(conversation, "turn")
-            await backend.ingest(plan.scope_id, plan.requests)
+            await backend.ingest(plan.scope_id, plan.requests, write)
             for qa in conversation.qa:
                 if not qa.evidence:
                     continue
@@ -166,6 +167,7 @@ async def measure_tradeoff(
         "data": str(data),
         "dataset_sha256": dataset.sha256,
         "mode": mode,
+        "write": write,
         "answer_k": answer_k,
         "candidate_policy": BY_CLASS_POLICY_ID,
         "class_limits": limits_by_class,
@@ -259,6 +261,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("locomo-tradeoff"))
     parser.add_argument("--mode", choices=["auto", "fts", "vector", "hybrid"], default="auto")
     parser.add_argument("--answer-k", type=int, default=10)
+    parser.add_argument("--write", choices=["turns", "batch"], default="turns")
     parser.add_argument(
         "--tokens-model",
         default=None,
@@ -284,7 +287,12 @@ async def _measure(args: argparse.Namespace, token_address: str | None) -> dict[
     tokens = TokenCounter(token_address, args.tokens_model) if token_address else None
     try:
         return await measure_tradeoff(
-            args.data, args.out, mode=args.mode, answer_k=args.answer_k, tokens=tokens
+            args.data,
+            args.out,
+            mode=args.mode,
+            answer_k=args.answer_k,
+            tokens=tokens,
+            write=args.write,
         )
     finally:
         if tokens is not None:

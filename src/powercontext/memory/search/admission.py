@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 
 from powercontext.memory.ports import FtsCandidate, VectorCandidate
+from powercontext.memory.search.fields import matched_terms
 
 DEFAULT_MIN_SIMILARITY = 0.3
 
@@ -20,7 +21,7 @@ def required_fts_terms(term_count: int) -> int:
 def admit_fts(candidates: Sequence[FtsCandidate], terms: Sequence[str]) -> list[int]:
     distinct = frozenset(terms)
     need = required_fts_terms(len(distinct))
-    return [c.key for c in candidates if len(distinct & c.tokens) >= need]
+    return [c.key for c in candidates if matched_terms(distinct, c.tokens) >= need]
 
 
 def admit_vector(

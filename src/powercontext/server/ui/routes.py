@@ -150,6 +150,7 @@ async def search(body: SearchRequest, caller: Caller, request: Request) -> Respo
             "reranker": reranker.policy_id if reranker is not None else None,
             "hits": _final_hits(page.hits, page.rerank),
             "rerank": _trace(page.rerank) if page.rerank is not None else None,
+            "index_profile_stale": await runtime.memory.profiles.is_stale(body.scope_id),
         }
     )
 

@@ -97,14 +97,26 @@ class RankPlan:
 
 
 def plan_ranking(
-    terms: Sequence[str], frequencies: Mapping[str, int], total: int, lexeme_total: int
+    terms: Sequence[str],
+    frequencies: Mapping[str, int],
+    total: int,
+    lexeme_total: int,
+    fields: Mapping[str, tuple[str, float]] | None = None,
 ) -> RankPlan | None:
+    """`fields` maps a field lexeme (`_word`, `@word`) to its query term and field weight: it
+    scores field weight x the term's idf (the idf of entries whose own text holds it)."""
     distinct = clean_terms(terms)
     if not distinct:
         return None
     # Rarest first; ties keep the query's order so the plan is deterministic.
     ranked = sorted(distinct, key=lambda t: frequencies.get(t, 0))[:MAX_SCORED_TERMS]
-    weights = tuple(idf(frequencies.get(t, 0), total) for t in ranked)
+    fields = fields or {}
+
+    def weight(lexeme: str) -> float:
+        base, scale = fields.get(lexeme, (lexeme, 1.0))
+        return scale * idf(frequencies.get(base, 0) or frequencies.get(lexeme, 0), total)
+
+    weights = tuple(weight(t) for t in ranked)
     first, budget = 0, 0
     for term in ranked:
         budget += frequencies.get(term, 0)

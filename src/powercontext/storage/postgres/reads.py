@@ -135,6 +135,19 @@ async def versions_missing_vectors(
     return [version_from_row(row) for row in await cur.fetchall()]
 
 
+async def thread_tail(
+    conn: AsyncConnection[TupleRow], scope_id: str, thread: str, limit: int
+) -> list[StoredVersion]:
+    if limit <= 0:
+        return []
+    cur = await conn.execute(
+        f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE scope_id = %s AND thread = %s "
+        "AND version = 1 AND removed_revision IS NULL ORDER BY key DESC LIMIT %s",
+        (scope_id, thread, limit),
+    )
+    return [version_from_row(row) for row in reversed(await cur.fetchall())]
+
+
 async def scope_ids(conn: AsyncConnection[TupleRow]) -> list[str]:
     # Byte order, as the embedded store sorts, whatever the database's collation.
     cur = await conn.execute('SELECT scope_id FROM scopes ORDER BY scope_id COLLATE "C"')

@@ -119,7 +119,26 @@ _V1 = (
     """,
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+# Issue 17: the thread an entry belongs to and when its event happened; contextual indexing
+# reads a thread's first versions in key (write) order.
+_V2 = (
+    "ALTER TABLE entry_versions ADD COLUMN thread text",
+    "ALTER TABLE entry_versions ADD COLUMN occurred_at timestamptz",
+    """
+    CREATE INDEX entry_versions_by_thread ON entry_versions (scope_id, thread, key)
+    WHERE thread IS NOT NULL
+    """,
+    # The index profile (settings that decide tokens and vectors) each scope was indexed under.
+    """
+    CREATE TABLE scope_index_profiles (
+        scope_id text PRIMARY KEY,
+        profile text NOT NULL,
+        recorded_at timestamptz NOT NULL
+    )
+    """,
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 """MIGRATIONS[i] brings the schema from version i to version i + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

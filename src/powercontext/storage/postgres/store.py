@@ -29,6 +29,7 @@ from powercontext.memory.ports import (
     Vector,
     VectorCandidate,
 )
+from powercontext.memory.search.fields import FieldWeights, expand
 from powercontext.storage.common import unit_vectors, validate_plan
 from powercontext.storage.postgres import fulltext, reads, vectors, writes
 from powercontext.storage.postgres.connection import PostgresOptions, connect, split_url
@@ -182,11 +183,25 @@ class PostgresMemoryStore:
             return await reads.changes(conn, scope_id, since_revision, limit)
 
     async def fts_candidates(
-        self, scope_id: str, revision: int, terms: Sequence[str], *, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        terms: Sequence[str],
+        *,
+        limit: int,
+        fields: FieldWeights | None = None,
     ) -> list[FtsCandidate]:
-        wanted = fulltext.clean_terms(str(term) for term in terms)
-        if not wanted or limit <= 0:
+        base = fulltext.clean_terms(str(term) for term in terms)
+        if not base or limit <= 0:
             return []
+        # Each query term also matches its neighbour and speaker fields (search.fields), with
+        # binary term frequency like the own field; |d| counts the lexemes of every field.
+        expanded = {
+            lexeme: (term, scale)
+            for term in base
+            for lexeme, scale in expand(term, fields or FieldWeights())
+        }
+        wanted = fulltext.clean_terms(expanded)
         async with self._connection("searching the full-text index") as conn:
             cur = await conn.execute(
                 "SELECT active_count, lexeme_total FROM scopes WHERE scope_id = %s", (scope_id,)
@@ -199,7 +214,9 @@ class PostgresMemoryStore:
                 (scope_id, wanted),
             )
             frequencies = {row[0]: int(row[1]) for row in await cur.fetchall()}
-            plan = fulltext.plan_ranking(wanted, frequencies, int(scope[0]), int(scope[1]))
+            plan = fulltext.plan_ranking(
+                wanted, frequencies, int(scope[0]), int(scope[1]), expanded
+            )
             if plan is None:
                 return []
             query, params = fulltext.ranking_query(plan, plan.first_pass, scope_id, revision, limit)
@@ -316,6 +333,38 @@ class PostgresMemoryStore:
         if found:
             self._missing_from.remember((scope_id, profile_id), found[0].key)
         return found
+
+    async def thread_tail(self, scope_id: str, thread: str, *, limit: int) -> list[StoredVersion]:
+        async with self._connection("reading a thread") as conn:
+            return await reads.thread_tail(conn, scope_id, thread, limit)
+
+    async def rewrite_index_tokens(self, scope_id: str, items: Sequence[tuple[int, str]]) -> None:
+        if not items:
+            return
+        async with self._connection(f"rewriting the tokens of {len(items)} versions") as conn:
+            await writes.rewrite_tokens(conn, scope_id, items)
+
+    async def index_profile(self, scope_id: str) -> str | None:
+        async with self._connection("reading the index profile") as conn:
+            cur = await conn.execute(
+                "SELECT profile FROM scope_index_profiles WHERE scope_id = %s", (scope_id,)
+            )
+            row = await cur.fetchone()
+            return str(row[0]) if row else None
+
+    async def index_profiles(self) -> dict[str, str]:
+        async with self._connection("reading index profiles") as conn:
+            cur = await conn.execute("SELECT scope_id, profile FROM scope_index_profiles")
+            return {str(scope): str(profile) for scope, profile in await cur.fetchall()}
+
+    async def set_index_profile(self, scope_id: str, profile: str) -> None:
+        async with self._connection("recording the index profile") as conn:
+            await conn.execute(
+                "INSERT INTO scope_index_profiles (scope_id, profile, recorded_at) "
+                "VALUES (%s, %s, now()) ON CONFLICT (scope_id) "
+                "DO UPDATE SET profile = EXCLUDED.profile, recorded_at = EXCLUDED.recorded_at",
+                (scope_id, profile),
+            )
 
     async def put_vectors(
         self, scope_id: str, profile_id: str, items: Sequence[tuple[int, Vector]]

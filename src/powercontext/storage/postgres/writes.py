@@ -17,14 +17,14 @@ from datetime import datetime
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 
-from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.errors import MemoryValidationError, NotFoundError
 from powercontext.memory.ports import CommitResult, NewVersion, PlannedChange
 from powercontext.storage.common import conflict, encode_metadata
 from powercontext.storage.postgres.fulltext import tsvector_literal
 
 _VERSION_COLUMNS = (
     "scope_id, key, entry_id, entry_version_id, version, kind, text, metadata, created_at, "
-    "added_revision, tokens"
+    "added_revision, tokens, thread, occurred_at"
 )
 
 
@@ -131,6 +131,8 @@ async def _copy_versions(
                     created_at,
                     revision,
                     literal,
+                    new.thread,
+                    new.occurred_at,
                 )
             )
     return keys, gained
@@ -189,6 +191,44 @@ async def _update_term_stats(
             "FROM unnest(%s::text[], %s::bigint[]) AS u (term, df) "
             "WHERE t.scope_id = %s AND t.term = u.term",
             (lost, [delta[term] for term in lost], scope_id),
+        )
+
+
+async def rewrite_tokens(
+    conn: AsyncConnection[TupleRow], scope_id: str, items: Sequence[tuple[int, str]]
+) -> None:
+    """New derived tokens for stored versions, with `term_stats` and `lexeme_total` kept equal
+    to what the versions active at the head hold. The scope row's lock orders this against
+    commits of the same scope."""
+    wanted = sorted({key for key, _ in items})
+    async with conn.transaction():
+        await conn.execute("SELECT 1 FROM scopes WHERE scope_id = %s FOR UPDATE", (scope_id,))
+        cur = await conn.execute(
+            "SELECT key, removed_revision IS NULL, tsvector_to_array(tokens) FROM entry_versions "
+            "WHERE scope_id = %s AND key = ANY(%s::bigint[])",
+            (scope_id, wanted),
+        )
+        old = {
+            int(key): (bool(active), list(lexemes)) for key, active, lexemes in await cur.fetchall()
+        }
+        missing = [key for key in wanted if key not in old]
+        if missing:
+            raise NotFoundError(f"scope {scope_id!r} has no entry versions with keys {missing[:5]}")
+        delta: Counter[str] = Counter()
+        for key, tokens in dict(items).items():
+            literal, lexemes = tsvector_literal(tokens)
+            active, before = old[key]
+            await conn.execute(
+                "UPDATE entry_versions SET tokens = %s::tsvector WHERE scope_id = %s AND key = %s",
+                (literal, scope_id, key),
+            )
+            if active:
+                delta.update(lexemes)
+                delta.subtract(before)
+        await _update_term_stats(conn, scope_id, delta)
+        await conn.execute(
+            "UPDATE scopes SET lexeme_total = greatest(lexeme_total + %s, 0) WHERE scope_id = %s",
+            (sum(delta.values()), scope_id),
         )
 
 

@@ -16,6 +16,12 @@ Each row's distinct term ids are kept too (one int32 per distinct token), so a c
 tokens, which the admission rule needs, come from memory; reading them back from FTS5 was a
 third of a warm query.
 
+A version's tokens can be rewritten after its insert (contextual indexing: a later entry of
+its thread became its neighbour). `fts_rewrites` names such versions; each refresh replays
+the rows newer than the last `seq` it saw, replacing the cached row's term frequencies, length
+and token set. A term the new tokens lack keeps its posting at frequency 0, so its document
+frequency can overcount by the rewritten rows (contextual rewrites only ever add words).
+
 Statistics (document count, average length, document frequencies) cover every cached
 version of the scope, retired ones included, like FTS5's cover the whole table: the ranking
 is BM25-like and stable, while the revision mask decides exactly which versions are returned.
@@ -33,10 +39,19 @@ import numpy as np
 import numpy.typing as npt
 
 from powercontext.memory.ports import FtsCandidate
+from powercontext.memory.search.fields import (
+    CONTEXT_PREFIX,
+    SPEAKER_PREFIX,
+    FieldWeights,
+    own_length,
+)
 from powercontext.storage.sqlite.vectors import NOT_REMOVED, grow
 
 K1 = 1.2
 B = 0.75
+_REPLAY_LIMIT = 1_000
+"""Rewritten rows replayed one by one; beyond this (and a tenth of the scope) the cache is
+read afresh, since each replayed row scans its terms' postings."""
 _FETCH = 20_000
 """Rows read per fetchmany while filling the cache, bounding the transient Python objects."""
 
@@ -68,12 +83,21 @@ class ScopeTerms:
     def __init__(self, scope_id: str) -> None:
         self.scope_id = scope_id
         self.lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
         self.size = 0
         self.keys: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.added: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.removed: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.lengths: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
         self.total_length = 0.0
+        # BM25F normalizes each field by its own length (search.fields): own words, and the
+        # neighbours' `_` words. The speaker field is a name or two and is not normalized.
+        self.own_lengths: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
+        self.own_total = 0.0
+        self.context_lengths: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
+        self.context_total = 0.0
         self.terms: dict[str, _Postings] = {}
         self.term_ids: dict[str, int] = {}
         self.names: list[str] = []
@@ -85,8 +109,14 @@ class ScopeTerms:
         self.token_end: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.last_key = 0
         self.last_head = 0
+        self.last_rewrite = 0
+        self._rewritten: dict[int, npt.NDArray[np.int32]] = {}
+        """Distinct term ids of rows whose tokens were rewritten after they were cached."""
         self._inactive: tuple[int, npt.NDArray[np.int64]] | None = None
-        self._weights: dict[str, npt.NDArray[np.float32]] = {}
+        self._norms: dict[str, npt.NDArray[np.float32]] = {}
+        self._weights: dict[
+            tuple[str, FieldWeights], tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]
+        ] = {}
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Catch up with the database, within the caller's read transaction."""
@@ -94,8 +124,70 @@ class ScopeTerms:
             "SELECT head_revision FROM scopes WHERE scope_id = ?", (self.scope_id,)
         ).fetchone()
         head = int(head_row[0]) if head_row else 0
-        if head <= self.last_head:
-            return
+        rewrite_row = conn.execute(
+            "SELECT max(seq) FROM fts_rewrites WHERE scope_id = ?", (self.scope_id,)
+        ).fetchone()
+        rewrite = int(rewrite_row[0]) if rewrite_row and rewrite_row[0] is not None else 0
+        if rewrite > self.last_rewrite and self._many_rewrites(conn):
+            self._reset()  # a rebuild rewrote much of the scope: reading it afresh is cheaper
+        cached = self.last_key
+        if head > self.last_head:
+            self._catch_up(conn, head)
+        if rewrite > self.last_rewrite:
+            self._replay_rewrites(conn, rewrite, cached)
+
+    def _many_rewrites(self, conn: sqlite3.Connection) -> bool:
+        row = conn.execute(
+            "SELECT count(*) FROM fts_rewrites WHERE scope_id = ? AND seq > ?",
+            (self.scope_id, self.last_rewrite),
+        ).fetchone()
+        return int(row[0]) > max(_REPLAY_LIMIT, self.size // 10)
+
+    def _replay_rewrites(self, conn: sqlite3.Connection, upto: int, cached: int) -> None:
+        """Rows cached before this refresh take their rewritten tokens; rows the catch-up just
+        read (keys above `cached`) already hold them in this snapshot."""
+        rows = conn.execute(
+            "SELECT r.key, f.tokens FROM fts_rewrites r JOIN entry_fts f ON f.rowid = r.key "
+            "WHERE r.scope_id = ? AND r.seq > ? AND r.seq <= ? AND r.key <= ? ORDER BY r.seq",
+            (self.scope_id, self.last_rewrite, upto, cached),
+        ).fetchall()
+        for key, tokens in rows:
+            position = int(np.searchsorted(self.keys[: self.size], key))
+            if position < self.size and int(self.keys[position]) == key:
+                self._rewrite_row(position, tokens.split())
+        self.last_rewrite = upto
+        if rows:
+            self._weights.clear()
+            self._norms.clear()
+
+    def _rewrite_row(self, row: int, tokens: list[str]) -> None:
+        counts: dict[str, int] = {}
+        for token in tokens:
+            counts[token] = counts.get(token, 0) + 1
+        for term in self.tokens(row) - counts.keys():
+            self._set_tf(self.terms[term], row, 0.0)
+        ids = []
+        for term, tf in counts.items():
+            postings = self.terms.get(term)
+            if postings is None:
+                postings = self.terms[term] = _Postings()
+                self.term_ids[term] = len(self.names)
+                self.names.append(term)
+            if not self._set_tf(postings, row, float(tf)):
+                postings.extend(np.array([row], dtype=np.int32), np.array([tf], dtype=np.float32))
+            ids.append(self.term_ids[term])
+        self._rewritten[row] = np.asarray(ids, dtype=np.int32)
+        self._set_lengths(row, row + 1, [tokens])
+
+    @staticmethod
+    def _set_tf(postings: _Postings, row: int, tf: float) -> bool:
+        found = np.flatnonzero(postings.rows[: postings.size] == row)
+        if found.size == 0:
+            return False
+        postings.tfs[found[0]] = tf
+        return True
+
+    def _catch_up(self, conn: sqlite3.Connection, head: int) -> None:
         cursor = conn.execute(
             "SELECT v.key, v.added_revision, v.removed_revision, f.tokens "
             "FROM entry_versions v JOIN entry_fts f ON f.rowid = v.key "
@@ -118,12 +210,11 @@ class ScopeTerms:
         self.added[start:end] = [row[1] for row in rows]
         self.removed[start:end] = [NOT_REMOVED if row[2] is None else row[2] for row in rows]
         token_lists = [row[3].split() for row in rows]
-        lengths = np.fromiter((len(t) for t in token_lists), dtype=np.float32, count=count)
-        self.lengths[start:end] = lengths
-        self.total_length += float(lengths.sum())
+        lengths = self._set_lengths(start, end, token_lists)
         self.size = end
         self.last_key = int(rows[-1][0])
         self._weights.clear()  # the average length changed
+        self._norms.clear()
         vocabulary: dict[str, int] = {}
         flat = [vocabulary.setdefault(t, len(vocabulary)) for tokens in token_lists for t in tokens]
         if not flat:
@@ -153,6 +244,26 @@ class ScopeTerms:
             postings.extend(pair_rows[first:stop], tf_values[first:stop])
         self._append_row_tokens(start, count, pair_rows, to_global[pair_terms])
 
+    def _set_lengths(
+        self, start: int, end: int, token_lists: list[list[str]]
+    ) -> npt.NDArray[np.float32]:
+        """Total, own and context lengths of rows start..end (replacing what they held)."""
+        count = end - start
+        lengths = np.fromiter((len(t) for t in token_lists), dtype=np.float32, count=count)
+        own = np.fromiter((own_length(t) for t in token_lists), dtype=np.float32, count=count)
+        context = np.fromiter(
+            (sum(1 for x in t if x.startswith(CONTEXT_PREFIX)) for t in token_lists),
+            dtype=np.float32,
+            count=count,
+        )
+        self.total_length += float(lengths.sum() - self.lengths[start:end].sum())
+        self.own_total += float(own.sum() - self.own_lengths[start:end].sum())
+        self.context_total += float(context.sum() - self.context_lengths[start:end].sum())
+        self.lengths[start:end] = lengths
+        self.own_lengths[start:end] = own
+        self.context_lengths[start:end] = context
+        return lengths
+
     def _append_row_tokens(
         self,
         start: int,
@@ -170,8 +281,11 @@ class ScopeTerms:
         self.token_used = used
 
     def tokens(self, row: int) -> frozenset[str]:
-        first = int(self.token_end[row - 1]) if row else 0
         names = self.names
+        rewritten = self._rewritten.get(row)
+        if rewritten is not None:
+            return frozenset(names[i] for i in rewritten.tolist())
+        first = int(self.token_end[row - 1]) if row else 0
         return frozenset(
             names[i] for i in self.row_tokens[first : int(self.token_end[row])].tolist()
         )
@@ -184,6 +298,8 @@ class ScopeTerms:
         self.added = grow(self.added, capacity)
         self.removed = grow(self.removed, capacity)
         self.lengths = grow(self.lengths, capacity)
+        self.own_lengths = grow(self.own_lengths, capacity)
+        self.context_lengths = grow(self.context_lengths, capacity)
         self.token_end = grow(self.token_end, capacity)
 
     def _apply_removals(self, conn: sqlite3.Connection) -> None:
@@ -209,28 +325,74 @@ class ScopeTerms:
             self._inactive = (revision, np.flatnonzero(~active))
         return self._inactive[1]
 
-    def _term_weights(self, term: str, postings: _Postings) -> npt.NDArray[np.float32]:
-        """BM25 contribution of `term` to each row of its postings, cached until rows change."""
-        weights = self._weights.get(term)
-        if weights is None:
-            df = postings.size
-            idf = math.log(1.0 + (self.size - df + 0.5) / (df + 0.5))
-            average = self.total_length / self.size if self.size else 1.0
-            tfs = postings.tfs[:df]
-            norm = K1 * (1.0 - B + B * self.lengths[postings.rows[:df]] / average)
-            weights = (idf * tfs * (K1 + 1.0) / (tfs + norm)).astype(np.float32)
-            self._weights[term] = weights
-        return weights
+    def _norm(self, field: str) -> npt.NDArray[np.float32]:
+        """B_f of every row, computed once per change of the rows (like the term weights)."""
+        norm = self._norms.get(field)
+        if norm is None:
+            lengths, total = (
+                (self.own_lengths, self.own_total)
+                if field == "own"
+                else (self.context_lengths, self.context_total)
+            )
+            average = total / self.size if self.size and total > 0 else 1.0
+            norm = (1.0 - B + B * lengths[: self.size] / average).astype(np.float32)
+            self._norms[field] = norm
+        return norm
 
-    def search(self, revision: int, terms: Sequence[str], limit: int) -> list[FtsCandidate]:
+    def _term_weights(
+        self, term: str, fields: FieldWeights
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]] | None:
+        """BM25F contribution of `term` to each row holding it in any field, cached until rows
+        change: tf~ = tf_own / B_own + w_context * tf_context / B_context + w_speaker *
+        tf_speaker, then idf * tf~ (k1 + 1) / (k1 + tf~). idf counts entries whose own text
+        holds the term: a neighbour repeating it does not make it commoner."""
+        cached = self._weights.get((term, fields))
+        if cached is not None:
+            return cached
+        parts: list[tuple[_Postings, float, npt.NDArray[np.float32] | None]] = []
+        own = self.terms.get(term)
+        if own is not None:
+            parts.append((own, 1.0, self._norm("own")))
+        context = self.terms.get(CONTEXT_PREFIX + term) if fields.context > 0 else None
+        if context is not None:
+            context_norm = self._norm("context")
+            parts.append((context, fields.context, context_norm))
+        speaker = self.terms.get(SPEAKER_PREFIX + term) if fields.speaker > 0 else None
+        if speaker is not None:
+            parts.append((speaker, fields.speaker, None))
+        if not parts:
+            return None
+        df = own.size if own is not None else parts[0][0].size
+        idf = math.log(1.0 + (self.size - df + 0.5) / (df + 0.5))
+        rows_parts: list[npt.NDArray[np.int32]] = []
+        tf_parts: list[npt.NDArray[np.float32]] = []
+        for postings, weight, norm in parts:
+            field_rows = postings.rows[: postings.size]
+            tfs = postings.tfs[: postings.size] * np.float32(weight)
+            rows_parts.append(field_rows)
+            tf_parts.append(tfs if norm is None else tfs / norm[field_rows])
+        rows: npt.NDArray[np.int32]
+        if len(parts) == 1:
+            rows, tilde = rows_parts[0], tf_parts[0]
+        else:
+            unique, inverse = np.unique(np.concatenate(rows_parts), return_inverse=True)
+            rows = unique.astype(np.int32)
+            tilde = np.bincount(inverse, weights=np.concatenate(tf_parts)).astype(np.float32)
+        weights = (idf * tilde * (K1 + 1.0) / (tilde + K1)).astype(np.float32)
+        self._weights[(term, fields)] = (rows, weights)
+        return rows, weights
+
+    def search(
+        self, revision: int, terms: Sequence[str], limit: int, fields: FieldWeights
+    ) -> list[FtsCandidate]:
         """The best `limit` versions active at `revision`, best first (ties by key)."""
-        found = [(t, p) for t in dict.fromkeys(terms) if (p := self.terms.get(t)) is not None]
+        found = [w for t in dict.fromkeys(terms) if (w := self._term_weights(t, fields))]
         if not found or limit <= 0:
             return []
         scores = np.zeros(self.size, dtype=np.float32)
-        for term, postings in found:
+        for term_rows, weights in found:
             # A term's rows are distinct, so a fancy-indexed add never drops a repeat.
-            scores[postings.rows[: postings.size]] += self._term_weights(term, postings)
+            scores[term_rows] += weights
         scores[self._inactive_rows(revision)] = 0.0
         # One partition over every row beats gathering the matching rows first: common words
         # match most of a scope, and the head usually has no inactive rows to mask.
@@ -253,11 +415,16 @@ class ScopeTerms:
 
 
 def fts_candidates(
-    index: ScopeTerms, conn: sqlite3.Connection, revision: int, terms: Sequence[str], limit: int
+    index: ScopeTerms,
+    conn: sqlite3.Connection,
+    revision: int,
+    terms: Sequence[str],
+    limit: int,
+    fields: FieldWeights,
 ) -> list[FtsCandidate]:
     with index.lock:
         index.refresh(conn)
-        return index.search(revision, terms, limit)
+        return index.search(revision, terms, limit, fields)
 
 
 class TermCache:

@@ -150,6 +150,19 @@ def fts5_candidates(
     ]
 
 
+def thread_tail(
+    conn: sqlite3.Connection, scope_id: str, thread: str, limit: int
+) -> list[StoredVersion]:
+    if limit <= 0:
+        return []
+    rows = conn.execute(
+        f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE scope_id = ? AND thread = ? "
+        "AND version = 1 AND removed_revision IS NULL ORDER BY key DESC LIMIT ?",
+        (scope_id, thread, limit),
+    ).fetchall()
+    return [_version(row) for row in reversed(rows)]
+
+
 def versions_missing_vectors(
     conn: sqlite3.Connection, scope_id: str, profile_id: str, limit: int
 ) -> list[StoredVersion]:

@@ -101,7 +101,38 @@ _V1 = (
     "CREATE INDEX entry_vectors_by_id ON entry_vectors (scope_id, profile_id, vector_id)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+# Issue 17: the thread an entry belongs to and when its event happened. Neighbours for
+# contextual indexing are the thread's first versions in key (write) order, hence the index.
+# `fts_rewrites` names the versions whose derived tokens were rewritten after their insert (a
+# later neighbour arrived); the in-memory BM25 cache replays rows newer than the last `seq` it
+# saw. REPLACE keeps one row per version, so the table stays as large as the rewritten set.
+_V2 = (
+    "ALTER TABLE entry_versions ADD COLUMN thread TEXT",
+    "ALTER TABLE entry_versions ADD COLUMN occurred_at TEXT",
+    """
+    CREATE INDEX entry_versions_by_thread ON entry_versions (scope_id, thread, key)
+    WHERE thread IS NOT NULL
+    """,
+    """
+    CREATE TABLE fts_rewrites (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        scope_id TEXT NOT NULL,
+        key INTEGER NOT NULL REFERENCES entry_versions (key),
+        UNIQUE (scope_id, key)
+    )
+    """,
+    "CREATE INDEX fts_rewrites_by_seq ON fts_rewrites (scope_id, seq)",
+    # The index profile (settings that decide tokens and vectors) each scope was indexed under.
+    """
+    CREATE TABLE scope_index_profiles (
+        scope_id TEXT PRIMARY KEY,
+        profile TEXT NOT NULL,
+        recorded_at TEXT NOT NULL
+    )
+    """,
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 """MIGRATIONS[i] brings the schema from version i to version i + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

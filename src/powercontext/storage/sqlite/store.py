@@ -26,6 +26,7 @@ from powercontext.memory.ports import (
     Vector,
     VectorCandidate,
 )
+from powercontext.memory.search.fields import FieldWeights
 from powercontext.storage.common import validate_plan
 from powercontext.storage.sqlite import fulltext, reads, writes
 from powercontext.storage.sqlite.ann import IndexOptions
@@ -129,7 +130,13 @@ class SqliteMemoryStore:
         )
 
     async def fts_candidates(
-        self, scope_id: str, revision: int, terms: Sequence[str], *, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        terms: Sequence[str],
+        *,
+        limit: int,
+        fields: FieldWeights | None = None,
     ) -> list[FtsCandidate]:
         wanted = [str(term) for term in terms]
         if not wanted:
@@ -141,7 +148,9 @@ class SqliteMemoryStore:
             )
         postings = self._terms.get(scope_id)
         return await self._read(
-            lambda conn: fulltext.fts_candidates(postings, conn, revision, wanted, limit),
+            lambda conn: fulltext.fts_candidates(
+                postings, conn, revision, wanted, limit, fields or FieldWeights()
+            ),
             "searching the full-text index",
         )
 
@@ -180,6 +189,55 @@ class SqliteMemoryStore:
             lambda conn: reads.versions_missing_vectors(conn, scope_id, profile_id, limit),
             "listing versions without vectors",
         )
+
+    async def thread_tail(self, scope_id: str, thread: str, *, limit: int) -> list[StoredVersion]:
+        return await self._read(
+            lambda conn: reads.thread_tail(conn, scope_id, thread, limit), "reading a thread"
+        )
+
+    async def rewrite_index_tokens(self, scope_id: str, items: Sequence[tuple[int, str]]) -> None:
+        pending = list(items)
+        if not pending:
+            return
+
+        def run() -> None:
+            self._pool.write(
+                lambda conn: writes.rewrite_tokens(conn, scope_id, pending),
+                f"rewriting the tokens of {len(pending)} versions",
+            )
+
+        await asyncio.to_thread(run)
+
+    async def index_profile(self, scope_id: str) -> str | None:
+        def work(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute(
+                "SELECT profile FROM scope_index_profiles WHERE scope_id = ?", (scope_id,)
+            ).fetchone()
+            return str(row[0]) if row else None
+
+        return await self._read(work, "reading the index profile")
+
+    async def index_profiles(self) -> dict[str, str]:
+        def work(conn: sqlite3.Connection) -> dict[str, str]:
+            rows = conn.execute("SELECT scope_id, profile FROM scope_index_profiles").fetchall()
+            return {str(scope): str(profile) for scope, profile in rows}
+
+        return await self._read(work, "reading index profiles")
+
+    async def set_index_profile(self, scope_id: str, profile: str) -> None:
+        now = datetime.now(UTC).isoformat()
+
+        def run() -> None:
+            self._pool.write(
+                lambda conn: conn.execute(
+                    "INSERT OR REPLACE INTO scope_index_profiles (scope_id, profile, recorded_at) "
+                    "VALUES (?, ?, ?)",
+                    (scope_id, profile, now),
+                ),
+                "recording the index profile",
+            )
+
+        await asyncio.to_thread(run)
 
     async def put_vectors(
         self, scope_id: str, profile_id: str, items: Sequence[tuple[int, Vector]]

@@ -164,8 +164,8 @@ def _insert_versions(
     try:
         conn.executemany(
             "INSERT INTO entry_versions (key, scope_id, entry_id, entry_version_id, version, "
-            "kind, text, metadata, created_at, added_revision) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "kind, text, metadata, created_at, added_revision, thread, occurred_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     key,
@@ -178,6 +178,8 @@ def _insert_versions(
                     encode_metadata(new.metadata),
                     created_at,
                     revision,
+                    new.thread,
+                    None if new.occurred_at is None else new.occurred_at.isoformat(),
                 )
                 for key, new in zip(keys, news, strict=True)
             ],
@@ -192,6 +194,38 @@ def _insert_versions(
         [(key, tag, new.index_tokens) for key, new in zip(keys, news, strict=True)],
     )
     return keys
+
+
+def _require_keys(conn: sqlite3.Connection, scope_id: str, keys: Sequence[int]) -> None:
+    """NotFoundError unless every key names a version of the scope."""
+    wanted = sorted(set(keys))
+    known: set[int] = set()
+    for part in chunks(wanted):
+        marks = ",".join("?" * len(part))
+        known.update(
+            int(row[0])
+            for row in conn.execute(
+                f"SELECT key FROM entry_versions WHERE scope_id = ? AND key IN ({marks})",
+                (scope_id, *part),
+            )
+        )
+    missing = [key for key in wanted if key not in known]
+    if missing:
+        raise NotFoundError(f"scope {scope_id!r} has no entry versions with keys {missing[:5]}")
+
+
+def rewrite_tokens(
+    conn: sqlite3.Connection, scope_id: str, items: Sequence[tuple[int, str]]
+) -> None:
+    """New derived tokens for stored versions; `fts_rewrites` tells the BM25 cache."""
+    _require_keys(conn, scope_id, [key for key, _ in items])
+    conn.executemany(
+        "UPDATE entry_fts SET tokens = ? WHERE rowid = ?", [(tokens, key) for key, tokens in items]
+    )
+    conn.executemany(
+        "INSERT OR REPLACE INTO fts_rewrites (scope_id, key) VALUES (?, ?)",
+        [(scope_id, key) for key, _ in items],
+    )
 
 
 def encode_vectors(items: Sequence[tuple[int, Vector]]) -> list[tuple[int, bytes]]:
@@ -212,20 +246,7 @@ def put_vectors(
             f"profile {profile_id!r} stores {int(stored[0]) // 4}-dimensional vectors; "
             f"got {len(items[0][1]) // 4}"
         )
-    wanted = sorted({key for key, _ in items})
-    known: set[int] = set()
-    for part in chunks(wanted):
-        marks = ",".join("?" * len(part))
-        known.update(
-            int(row[0])
-            for row in conn.execute(
-                f"SELECT key FROM entry_versions WHERE scope_id = ? AND key IN ({marks})",
-                (scope_id, *part),
-            )
-        )
-    missing = [key for key in wanted if key not in known]
-    if missing:
-        raise NotFoundError(f"scope {scope_id!r} has no entry versions with keys {missing[:5]}")
+    _require_keys(conn, scope_id, [key for key, _ in items])
     # REPLACE deletes the old row and inserts a new one with a fresh AUTOINCREMENT vector_id,
     # which is how the vector cache learns that a key's vector changed.
     conn.executemany(

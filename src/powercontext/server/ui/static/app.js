@@ -98,6 +98,9 @@ function renderSearch(result) {
     chip(result.hits.length + " final hits (limit " + result.limit + ")"),
     chip("search " + result.elapsed_ms.toFixed(1) + " ms"),
   );
+  if (result.index_profile_stale) {
+    summary.append(chip("indexed under older settings: run powercontext reindex --rebuild", true));
+  }
   if (trace) {
     const usage = trace.usage || {};
     const tokens = (usage.input_tokens ?? "?") + " in / " + (usage.output_tokens ?? "?") + " out";

@@ -3,37 +3,36 @@
 A failed embedding leaves the vector pending; `auto` search stays on fts for that scope until
 `reindex` fills the gap, and explicit vector modes say so instead of degrading.
 
-What is embedded comes from `search.context`: the entry's template-rendered text and, with
-contextual indexing, its neighbourhood in the batch that wrote it. `reindex` rebuilds that
-batch from the store (the versions one revision added, ascending by key), so a vector
-filled in later is the vector the write would have stored; a neighbour retired since is
-left out, because reindex sees the batch as it stands at the head.
+What is embedded comes from `indexing.context`: the entry's rendered text and, with
+contextual indexing, its neighbourhood: its thread's entries in write order, or (without a
+thread) its batch. `reindex` rebuilds that sequence from the store (a thread's first versions
+ascending by key; a batch is the versions one revision added), so a vector filled in later
+is the vector the writes would have stored; a neighbour retired since is left out, because
+reindex sees the sequence as it stands at the head.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import numpy as np
 
 from powercontext.memory.errors import CapabilityNotSupportedError
+from powercontext.memory.indexing.context import IndexTextConfig, embedding_inputs
+from powercontext.memory.indexing.threads import EmbeddingItem, index_sequences, source_of
 from powercontext.memory.ports import EmbeddingModel, MemoryStore, NewVersion, StoredVersion, Vector
-from powercontext.memory.search.context import IndexSource, IndexTextConfig, embedding_inputs
 from powercontext.memory.vectors import unit_vector
 
 log = logging.getLogger("powercontext.memory")
 
 ProgressCallback = Callable[[int, int], None]
 _REINDEX_PAGE = 1024
+_RECENT_VECTORS = 1_024
+"""Document vectors kept by text (a few per thread being written), about 1.5 MB at 384-d."""
 _REINDEX_ROUND = 50_000
 """Missing vectors handled per pass over the scope when context must be rebuilt."""
-
-EmbeddingItem = tuple[int, tuple[str, ...]]
-
-
-def _source(version: NewVersion | StoredVersion) -> IndexSource:
-    return IndexSource(kind=version.kind, text=version.text, metadata=version.metadata)
 
 
 def _unit_mean(parts: Sequence[Vector]) -> Vector:
@@ -54,19 +53,30 @@ class VectorIndexer:
         self.embedder = embedder
         self.batch_size = batch_size
         self.index = index or IndexTextConfig()
+        self._recent: OrderedDict[str, Sequence[float]] = OrderedDict()
 
     def _items(
         self, keyed: Sequence[tuple[int, NewVersion | StoredVersion]]
     ) -> list[EmbeddingItem]:
         """Embedding inputs of one batch (the versions one revision added, in order)."""
-        inputs = embedding_inputs([_source(version) for _, version in keyed], self.index)
+        inputs = embedding_inputs([source_of(version) for _, version in keyed], self.index)
         return [(key, texts) for (key, _), texts in zip(keyed, inputs, strict=True)]
 
     async def embed_new(self, scope_id: str, items: Sequence[tuple[int, NewVersion]]) -> int:
-        """Embed freshly committed versions; returns how many vectors are still pending."""
-        if self.embedder is None or not items:
+        """Embed freshly committed versions as one batch; returns how many are still pending."""
+        return await self.embed_items(scope_id, self._items(items))
+
+    async def embed_items(
+        self,
+        scope_id: str,
+        new: Sequence[EmbeddingItem],
+        refreshed: Sequence[EmbeddingItem] = (),
+    ) -> int:
+        """Embed new versions, then re-embed stored ones whose neighbourhood changed; returns
+        how many new versions still lack a vector."""
+        if self.embedder is None or not (new or refreshed):
             return 0
-        work = self._items(items)
+        work = [*new, *refreshed]
         done = 0
 
         def count(finished: int, _total: int) -> None:
@@ -74,16 +84,16 @@ class VectorIndexer:
             done = finished
 
         try:
-            await self._embed_and_store(scope_id, work, count)
+            await self.embed_and_store(scope_id, work, count)
         except Exception as exc:  # any provider failure: the text write stands
             log.warning(
                 "embedding failed after commit; %d vectors pending (%s)",
-                len(work) - done,
+                max(len(new) - done, 0),
                 type(exc).__name__,
             )
-        return len(work) - done
+        return max(len(new) - done, 0)
 
-    async def _embed_and_store(
+    async def embed_and_store(
         self,
         scope_id: str,
         items: Sequence[EmbeddingItem],
@@ -98,9 +108,7 @@ class VectorIndexer:
         for offset in range(0, len(items), self.batch_size):
             batch = items[offset : offset + self.batch_size]
             flat = [text for _, texts in batch for text in texts]
-            vectors = await self.embedder.embed_documents(flat)
-            if len(vectors) != len(flat):
-                raise ValueError("the embedding model returned a different number of vectors")
+            vectors = await self._embed(flat)
             stored: list[tuple[int, Vector]] = []
             cursor = 0
             for key, texts in batch:
@@ -114,6 +122,25 @@ class VectorIndexer:
             done += len(batch)
             progress(start + done, total if total is not None else len(items))
         return done
+
+    async def _embed(self, texts: list[str]) -> list[Sequence[float]]:
+        """Document vectors, reusing the few most recent: a turn's own text is embedded again
+        each time a later turn of its thread widens its neighbourhood."""
+        assert self.embedder is not None
+        missing = list(dict.fromkeys(t for t in texts if t not in self._recent))
+        if missing:
+            vectors = await self.embedder.embed_documents(missing)
+            if len(vectors) != len(missing):
+                raise ValueError("the embedding model returned a different number of vectors")
+            for text, vector in zip(missing, vectors, strict=True):
+                self._recent[text] = vector
+        found = []
+        for text in texts:
+            found.append(self._recent[text])
+            self._recent.move_to_end(text)
+        while len(self._recent) > _RECENT_VECTORS:
+            self._recent.popitem(last=False)
+        return found
 
     async def pending(self, scope_id: str) -> int:
         if self.embedder is None:
@@ -146,37 +173,41 @@ class VectorIndexer:
             work = await self._contextual_items(scope_id, missing) if contextual else []
             if not work:  # no context to rebuild, or the batch moved on under us
                 work = self._items([(v.key, v) for v in missing])
-            done += await self._embed_and_store(
+            done += await self.embed_and_store(
                 scope_id, work, report, start=done, total=max(total, done + len(work))
             )
 
     async def _contextual_items(
         self, scope_id: str, missing: Sequence[StoredVersion]
     ) -> list[EmbeddingItem]:
-        """Embedding inputs of `missing`, each built within its whole write batch.
-
-        One pass over the scope's active versions collects the batch peers (same added
-        revision) of every missing version; each batch is then rendered as the write did.
-        """
+        """Embedding inputs of `missing`, each built within its whole sequence (its thread, or
+        its batch), from one pass over the scope's active versions."""
         wanted = {v.key for v in missing}
+        threads = {v.thread for v in missing if v.thread is not None}
         revisions = {v.added_revision for v in missing}
+        relevant = [
+            row
+            async for row in self.active_versions(scope_id)
+            if row.key in wanted or row.thread in threads or row.added_revision in revisions
+        ]
+        work: list[EmbeddingItem] = []
+        for peers in index_sequences(relevant):
+            if any(v.key in wanted for v in peers):
+                work.extend(
+                    item for item in self._items([(v.key, v) for v in peers]) if item[0] in wanted
+                )
+        return work
+
+    async def active_versions(self, scope_id: str) -> AsyncIterator[StoredVersion]:
+        """Every version active at the head, ascending by key."""
         head = await self.store.head(scope_id)
-        batches: dict[int, list[StoredVersion]] = {}
         after: int | None = None
         while head is not None:
             rows = await self.store.list_versions(
                 scope_id, head, after_key=after, limit=_REINDEX_PAGE
             )
             if not rows:
-                break
+                return
             for row in rows:
-                if row.added_revision in revisions:
-                    batches.setdefault(row.added_revision, []).append(row)
+                yield row
             after = rows[-1].key
-        work: list[EmbeddingItem] = []
-        for revision in sorted(batches):
-            peers = sorted(batches[revision], key=lambda version: version.key)
-            work.extend(
-                item for item in self._items([(v.key, v) for v in peers]) if item[0] in wanted
-            )
-        return work

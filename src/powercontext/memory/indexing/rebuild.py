@@ -1,0 +1,49 @@
+"""`reindex --rebuild`: re-derive the tokens and vectors of every active version of a scope
+under the current index profile. Derived data only: no revision is made, no text changes.
+
+Each version is indexed within the sequence its writes used (its thread in write order, or
+its batch), so the result is what writing the scope afresh with today's settings would give.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from powercontext.memory.indexing.context import IndexTextConfig, embedding_inputs, fts_tokens
+from powercontext.memory.indexing.threads import EmbeddingItem, index_sequences, source_of
+from powercontext.memory.indexing.vectors import VectorIndexer
+from powercontext.memory.search.analyze import AnalyzerConfig
+
+_TOKEN_CHUNK = 2_000
+"""Versions whose tokens are rewritten per write transaction."""
+
+
+async def rebuild_scope(
+    indexer: VectorIndexer,
+    index: IndexTextConfig,
+    analyzer: AnalyzerConfig,
+    scope_id: str,
+    progress: Callable[[int, int], None],
+) -> int:
+    """Rewrite tokens, then re-embed (with an embedder); returns the versions re-derived.
+
+    Progress counts both passes: tokens for every version, then vectors for every version.
+    """
+    versions = [version async for version in indexer.active_versions(scope_id)]
+    tokens: list[tuple[int, str]] = []
+    work: list[EmbeddingItem] = []
+    for sequence in index_sequences(versions):
+        sources = [source_of(version) for version in sequence]
+        keys = [version.key for version in sequence]
+        tokens.extend(zip(keys, fts_tokens(sources, index, analyzer), strict=True))
+        work.extend(zip(keys, embedding_inputs(sources, index), strict=True))
+    embedding = indexer.embedder is not None
+    total = len(tokens) * (2 if embedding else 1)
+    progress(0, total)
+    for start in range(0, len(tokens), _TOKEN_CHUNK):
+        chunk = tokens[start : start + _TOKEN_CHUNK]
+        await indexer.store.rewrite_index_tokens(scope_id, chunk)
+        progress(start + len(chunk), total)
+    if embedding and work:
+        await indexer.embed_and_store(scope_id, work, progress, start=len(tokens), total=total)
+    return len(versions)
