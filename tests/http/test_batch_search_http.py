@@ -21,6 +21,8 @@ from tests.http.test_mcp import _ok, mcp_client
 runner = CliRunner()
 
 
+# The searches use fts: the open server's scripted reranker reverses the coarse pool, so a
+# stray vector candidate (hash-embedder bucket collision) would otherwise come first.
 def _seed(served: Served, scope: str) -> list[str]:
     words = [f"{name}{uuid.uuid4().hex[:6]}" for name in ("otter", "heron", "lynx")]
     with served.client() as http:
@@ -70,7 +72,8 @@ async def test_async_sdk_batch(open_server: Served, fresh_scope: str) -> None:
     async with PowerContextClient(open_server.url) as client:
         memory = client.memory.for_scope(fresh_scope)
         pages = await memory.search_batch(
-            [SearchMemoryRequest(query=w, limit=1) for w in words], include_rerank="redacted"
+            [SearchMemoryRequest(query=w, limit=1, mode="fts") for w in words],
+            include_rerank="redacted",
         )
         assert [p.hits[0].text for p in pages] == [f"the {w} lives by the river" for w in words]
         assert {p.memory_ref for p in pages} == {MemoryRef(scope_id=fresh_scope, revision=1)}
@@ -83,7 +86,7 @@ def test_sync_sdk_batch_reports_typed_errors(open_server: Served, fresh_scope: s
     words = _seed(open_server, fresh_scope)
     with SyncPowerContextClient(open_server.url) as client:
         memory = client.memory.for_scope(fresh_scope)
-        pages = memory.search_batch([SearchMemoryRequest(query=w) for w in words[:2]])
+        pages = memory.search_batch([SearchMemoryRequest(query=w, mode="fts") for w in words[:2]])
         assert [p.hits[0].text for p in pages] == [f"the {w} lives by the river" for w in words[:2]]
         memory.remember(RememberMemoryRequest(text="one more"))
         with pytest.raises(MemoryValidationError, match="limit of 64"):
@@ -96,7 +99,10 @@ async def test_mcp_search_batch(open_server: Served, fresh_scope: str) -> None:
         found = _ok(
             await client.call_tool(
                 "search_batch",
-                {"scope_id": fresh_scope, "searches": [{"query": w, "limit": 1} for w in words]},
+                {
+                    "scope_id": fresh_scope,
+                    "searches": [{"query": w, "limit": 1, "mode": "fts"} for w in words],
+                },
             )
         )
     body = BatchSearchResponse.model_validate(found)
@@ -109,7 +115,7 @@ def test_cli_reads_queries_from_stdin_and_from_a_file(
 ) -> None:
     words = _seed(open_server, fresh_scope)
     env = {"POWERCONTEXT_CLIENT_SERVER_URL": open_server.url}
-    args = ["memory", "search-batch", "--scope", fresh_scope, "--limit", "1"]
+    args = ["memory", "search-batch", "--scope", fresh_scope, "--limit", "1", "--mode", "fts"]
     piped = runner.invoke(app, [*args, "--json"], input="\n".join(words) + "\n\n", env=env)
     assert piped.exit_code == 0, piped.output
     body = json.loads(piped.stdout)
