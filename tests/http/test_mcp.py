@@ -19,6 +19,8 @@ from powercontext.memory.history import MemoryEntryHistory
 from powercontext.server.history import HistoryRequest
 from powercontext.server.mcp import MEMORY_TOOLS
 from powercontext.server.schemas import (
+    BatchSearchRequest,
+    BatchSearchResponse,
     ChangesPageModel,
     ChangesRequest,
     EntriesPageModel,
@@ -41,6 +43,7 @@ from tests.http.conftest import KEY_A, KEY_ALL, KEY_B, Served
 TOOL_MODELS = {
     "remember": (RememberOneRequest, WriteResultModel),
     "search": (SearchRequest, SearchResponse),
+    "search_batch": (BatchSearchRequest, BatchSearchResponse),
     "list_entries": (ListEntriesRequest, EntriesPageModel),
     "get_entry": (GetEntryRequest, EntryModel),
     "retire_entry": (RetireEntryRequest, WriteResultModel),

@@ -44,6 +44,8 @@ ApiKey = Annotated[
     ),
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+HitLimit = Annotated[int, typer.Option(min=1, max=100, help="Maximum hits (per query).")]
+ModeName = Annotated[str, typer.Option(help="auto, fts, vector or hybrid.")]
 
 
 @dataclass(frozen=True)
