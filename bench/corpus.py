@@ -115,6 +115,9 @@ class PrecomputedEmbedder:
     async def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         return self._vectors[text]
 
+    async def embed_queries(self, items: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+        return [self._vectors[text] for text in items]
+
 
 @dataclass(frozen=True)
 class Corpus:

@@ -70,10 +70,10 @@ def _free_port() -> int:
         return port
 
 
-def start_server(db: Path, port: int) -> subprocess.Popen[bytes]:
+def start_server(db: Path, port: int, embedding_model: str = "none") -> subprocess.Popen[bytes]:
     env = os.environ | {
         "POWERCONTEXT_SERVER_DATABASE_URL": f"sqlite:///{db}",
-        "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL": "none",
+        "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL": embedding_model,
         "POWERCONTEXT_SERVER_HTTP_HOST": "127.0.0.1",
         "POWERCONTEXT_SERVER_HTTP_PORT": str(port),
     }

@@ -147,6 +147,9 @@ class CachedDocumentEmbedder:
     async def embed_query(self, text: str) -> Sequence[float]:
         return await self.inner.embed_query(text)
 
+    async def embed_queries(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        return await self.inner.embed_queries(texts)
+
 
 def _scores(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
     rows = [

@@ -101,6 +101,9 @@ class TopicEmbedder:
     async def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         return self._embed([text])[0]
 
+    async def embed_queries(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+        return await self.embed_documents(texts)
+
 
 def make_embedder(kind: str) -> EmbeddingModel:
     return TopicEmbedder() if kind == "corpus" else HashingEmbedder(384)

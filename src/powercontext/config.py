@@ -24,6 +24,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from powercontext.memory.errors import ConfigurationError
+from powercontext.memory.search.candidates import DEFAULT_CLASS_LIMITS, validate_class_limits
 
 ENV_PREFIX = "POWERCONTEXT_SERVER_"
 HOME_VARIABLE = "POWERCONTEXT_HOME"
@@ -84,6 +85,17 @@ class RuntimeConfig(_Group):
     """At most this many selected candidates (and the caller's limit, whichever is smaller)."""
     memory_rerank_endpoint_documents_field: Literal["documents", "texts"] = "documents"
     """The request's list of candidate texts: `documents` (Cohere, Jina) or `texts` (TEI)."""
+    memory_rerank_candidate_policy: Literal["fixed", "by_class"] = "fixed"
+    """`fixed`: every reranked search pools memory_rerank_candidate_limit candidates;
+    `by_class` (powercontext.memory.candidates.by_class.v1): the query's class picks the
+    limit from memory_rerank_candidate_limits_by_class."""
+    memory_rerank_candidate_limits_by_class: dict[str, int] = Field(
+        default_factory=lambda: dict(DEFAULT_CLASS_LIMITS)
+    )
+    """Candidate limit per query class (one_fact, list, count, time, comparison), 1..100;
+    a JSON object in the environment; classes left out keep their default."""
+    max_batch_queries: int = Field(default=64, ge=1, le=1024)
+    """The most searches one batch search may carry; more is a 422 naming this limit."""
     search_min_similarity: float = Field(default=0.3, ge=-1.0, le=1.0)
     search_rrf_k: int = Field(default=20, ge=1, le=10_000)
     """RRF's k. 20, not the RFC's 60: with two channels of 30+ candidates, a smaller k lets a
@@ -135,6 +147,11 @@ class RuntimeConfig(_Group):
     index_event_date: bool = True
     """Append an entry's `occurred_at` (when the writer gave one) to what both channels index,
     as words such as `8 May 2023`. Entries without it index as before."""
+
+    @field_validator("memory_rerank_candidate_limits_by_class")
+    @classmethod
+    def _known_classes(cls, value: dict[str, int]) -> dict[str, int]:
+        return validate_class_limits(value)
 
     @field_validator("index_template")
     @classmethod

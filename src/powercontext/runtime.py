@@ -18,6 +18,7 @@ from powercontext.memory.ports import EmbeddingModel, MemoryReranker, MemoryStor
 from powercontext.memory.rerank.cache import RerankCache
 from powercontext.memory.rerank.guard import GuardedReranker
 from powercontext.memory.search.analyze import AnalyzerConfig
+from powercontext.memory.search.candidates import CandidatePolicy
 from powercontext.memory.search.fields import FieldWeights
 from powercontext.memory.service import MemoryService, SearchConfig, SearchObserver
 
@@ -82,6 +83,12 @@ def search_config(settings: ServerSettings) -> SearchConfig:
         weight_fts=runtime.search_rrf_weight_fts,
         weight_vector=runtime.search_rrf_weight_vector,
         timeout_seconds=runtime.search_timeout_seconds,
+        candidates=CandidatePolicy(
+            name=runtime.memory_rerank_candidate_policy,
+            class_limits=runtime.memory_rerank_candidate_limits_by_class,
+        ),
+        rerank_concurrency=settings.inference.generation_max_requests,
+        max_batch_queries=runtime.max_batch_queries,
         analyzer=AnalyzerConfig(
             language=runtime.analyzer_language,
             drop_query_stopwords=runtime.analyzer_drop_query_stopwords,

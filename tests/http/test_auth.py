@@ -30,6 +30,7 @@ def _body(route: str, scope: str) -> dict[str, Any]:
     bodies: dict[str, dict[str, Any]] = {
         "remember": {"text": "a fact"},
         "search": {"query": "fact"},
+        "search/batch": {"searches": [{"query": "fact"}, {"query": "other"}]},
         "entries/list": {},
         "entries/get": {"citation": _citation(scope)},
         "entries/revise": {"citation": _citation(scope), "text": "new"},
@@ -46,6 +47,7 @@ def _body(route: str, scope: str) -> dict[str, Any]:
 ROUTES = [
     "remember",
     "search",
+    "search/batch",
     "entries/list",
     "entries/get",
     "entries/revise",

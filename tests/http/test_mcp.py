@@ -18,6 +18,8 @@ from mcp.types import CallToolResult
 from powercontext.server.history import EntryByIdRequest, EntryHistoryModel, HistoryRequest
 from powercontext.server.mcp import MEMORY_TOOLS
 from powercontext.server.schemas import (
+    BatchSearchRequest,
+    BatchSearchResponse,
     ChangesPageModel,
     ChangesRequest,
     EntriesPageModel,
@@ -40,6 +42,7 @@ from tests.http.conftest import KEY_A, KEY_ALL, KEY_B, Served
 TOOL_MODELS = {
     "remember": (RememberOneRequest, WriteResultModel),
     "search": (SearchRequest, SearchResponse),
+    "search_batch": (BatchSearchRequest, BatchSearchResponse),
     "list_entries": (ListEntriesRequest, EntriesPageModel),
     "get_entry": (GetEntryRequest, EntryModel),
     "retire_entry": (RetireEntryRequest, WriteResultModel),

@@ -61,6 +61,7 @@ def test_every_memory_operation_documents_its_errors() -> None:
         for name in (
             "remember",
             "search",
+            "search/batch",
             "entries/list",
             "entries/get",
             "entries/revise",
@@ -79,6 +80,7 @@ def test_every_memory_operation_documents_its_errors() -> None:
             ref = operation["responses"][status]["content"]["application/json"]["schema"]["$ref"]
             assert ref.endswith("/ErrorEnvelope"), (path, status)
     assert {"502", "504"} <= set(memory["/v1/memory/search"]["responses"])
+    assert {"502", "504"} <= set(memory["/v1/memory/search/batch"]["responses"])
     assert "409" in memory["/v1/memory/remember"]["responses"]
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from powercontext.config import ServerSettings
 from powercontext.server import create_app
-from tests.http.live import live_server
+from tests.http.live import live_server, with_reranker
 from tests.ui.conftest import (
     KEY_GARDEN,
     KEY_OTHER,
@@ -18,6 +18,8 @@ from tests.ui.conftest import (
     REVISED_TO,
     SCOPE,
     Inspector,
+    PickingReranker,
+    _seed,
     ui_settings,
 )
 
@@ -97,6 +99,8 @@ def test_search_returns_the_coarse_pool_and_the_selection(inspector: Inspector) 
     odd = [rank for rank in range(len(pool), 0, -1) if rank % 2 == 1]
     assert trace["selected_ranks"] == odd[:3]
     assert trace["used_fallback"] is False
+    assert trace["candidate_policy_id"] == "powercontext.memory.candidates.fixed.v1"
+    assert trace["candidate_limit"] == 30 and trace["query_class"] is None
     # Beyond the limit, out of range and repeated ranks are all discarded, in the given order.
     assert trace["discarded_ranks"] == [*odd[3:], len(pool) + 7, odd[0]]
     assert trace["discarded_rank_count"] == len(trace["discarded_ranks"])
@@ -148,3 +152,26 @@ def test_ui_routes_are_not_in_the_v1_schema(tmp_path: Path) -> None:
     app = create_app(ui_settings(tmp_path / "schema.db", enabled=True))
     paths = app.generated_openapi()["paths"]
     assert not any(path.startswith(("/ui", "/mcp")) for path in paths)
+
+
+def test_search_shows_the_query_class_under_the_by_class_policy(tmp_path: Path) -> None:
+    settings = ui_settings(tmp_path / "by-class.db", enabled=True)
+    runtime = settings.runtime.model_copy(update={"memory_rerank_candidate_policy": "by_class"})
+    app = create_app(
+        settings.model_copy(update={"runtime": runtime}),
+        runtime_factory=with_reranker(PickingReranker()),
+    )
+    with live_server(app) as server:
+        _seed(server.url)
+        with httpx.Client(
+            base_url=server.url, headers={"Authorization": f"Bearer {KEY_GARDEN}"}
+        ) as http:
+            counted = http.post(
+                "/ui/api/search", json={"scope_id": SCOPE, "query": "how many tomato plants"}
+            ).json()["rerank"]
+            dated = http.post(
+                "/ui/api/search", json={"scope_id": SCOPE, "query": "when was the tomato sown"}
+            ).json()["rerank"]
+    assert counted["candidate_policy_id"] == "powercontext.memory.candidates.by_class.v1"
+    assert (counted["query_class"], counted["candidate_limit"]) == ("count", 50)
+    assert (dated["query_class"], dated["candidate_limit"]) == ("time", 20)

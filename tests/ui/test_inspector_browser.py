@@ -103,6 +103,8 @@ def test_search_shows_the_coarse_pool_next_to_the_final_selection(
     discarded = [*odd[3:], pool_size + 7, odd[0]]
     assert f"discarded ranks [{', '.join(map(str, discarded))}]" in summary
     assert "rerank " in summary and " ms" in summary
+    assert "candidates powercontext.memory.candidates.fixed.v1" in summary
+    assert "candidate limit 30" in summary
     assert page.errors == []
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -31,6 +31,10 @@ class CliMemory(Protocol):
     async def remember(self, request: RememberMemoryRequest) -> MemoryWriteResult: ...
 
     async def search(self, request: SearchMemoryRequest) -> MemorySearchPage: ...
+
+    async def search_batch(
+        self, requests: Sequence[SearchMemoryRequest]
+    ) -> tuple[MemorySearchPage, ...]: ...
 
     async def list(
         self,

@@ -3,6 +3,8 @@ revise|reactivate|changes|head|history)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -13,6 +15,8 @@ from powercontext.cli.memory_options import (
     Citation,
     Connection,
     FilterOption,
+    HitLimit,
+    ModeName,
     Scope,
     filter_object,
     memory_command,
@@ -72,8 +76,8 @@ def remember(
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     scope: Scope,
-    limit: Annotated[int, typer.Option(min=1, max=100, help="Maximum hits.")] = 10,
-    mode: Annotated[str, typer.Option(help="auto, fts, vector or hybrid.")] = "auto",
+    limit: HitLimit = 10,
+    mode: ModeName = "auto",
     revision: Annotated[
         int | None, typer.Option(min=1, help="Search as of this revision (default the head).")
     ] = None,
@@ -92,6 +96,41 @@ def search(
         )
     page = connection.run(scope, lambda m: m.search(request))
     output.print_search(page, connection.as_json)
+
+
+@app.command("search-batch")
+@memory_command
+def search_batch(
+    scope: Scope,
+    queries_file: Annotated[
+        str, typer.Argument(help="A file of queries, one per line; `-` (default): stdin.")
+    ] = "-",
+    limit: HitLimit = 10,
+    mode: ModeName = "auto",
+    *,
+    connection: Connection,
+) -> None:
+    """Run many searches in one call, all at one revision: one query per line (blank lines
+    are skipped); prints one block of hits per query, in order."""
+    with fail_on_errors():
+        queries = read_queries(queries_file)
+        requests = [SearchMemoryRequest(query=q, limit=limit, mode=_mode(mode)) for q in queries]
+    pages = connection.run(scope, lambda m: m.search_batch(requests))
+    output.print_search_batch(queries, pages, connection.as_json)
+
+
+def read_queries(source: str) -> list[str]:
+    if source == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise MemoryValidationError(f"cannot read {source}: {exc.strerror}") from exc
+    queries = [line.strip() for line in text.splitlines() if line.strip()]
+    if not queries:
+        raise MemoryValidationError("no queries: give one query per line")
+    return queries
 
 
 def _mode(value: str) -> SearchMode:

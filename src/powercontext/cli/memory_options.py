@@ -53,6 +53,8 @@ FilterOption = Annotated[
         help='A JSON filter, e.g. \'{"kinds": ["fact"], "metadata": {"project": {"eq": "x"}}}\'.',
     ),
 ]
+HitLimit = Annotated[int, typer.Option(min=1, max=100, help="Maximum hits (per query).")]
+ModeName = Annotated[str, typer.Option(help="auto, fts, vector or hybrid.")]
 
 
 @dataclass(frozen=True)

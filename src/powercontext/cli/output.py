@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -124,6 +125,28 @@ def print_search(page: MemorySearchPage, as_json: bool) -> None:
     )
     for rank, hit in enumerate(page.hits, start=1):
         _print_row(f"{rank:>3}. {hit.score:.4f} · {hit.kind}", hit.text, hit.citation)
+
+
+def print_search_batch(
+    queries: Sequence[str], pages: Sequence[MemorySearchPage], as_json: bool
+) -> None:
+    """One block per query, in order; every page answers at the same revision."""
+    if as_json:
+        ref = pages[0].memory_ref if pages else None
+        print_json(
+            {
+                "memory_ref": ref.model_dump(mode="json") if ref else None,
+                "pages": [
+                    {"query": q, **search_json(p)} for q, p in zip(queries, pages, strict=True)
+                ],
+            }
+        )
+        return
+    for number, (query, page) in enumerate(zip(queries, pages, strict=True), start=1):
+        if number > 1:
+            console.print()
+        console.print(Text(f"[{number}] {query}", style="bold cyan"), soft_wrap=True)
+        print_search(page, as_json=False)
 
 
 def print_entries(page: MemoryEntriesPage, as_json: bool) -> None:

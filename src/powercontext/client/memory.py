@@ -56,6 +56,15 @@ class AsyncScopedMemoryClient:
         `include_rerank="redacted"` fills `page.rerank_redacted` (no candidate text)."""
         return await self._t.run(wire.search(self.scope_id, request, include_rerank))
 
+    async def search_batch(
+        self,
+        requests: Sequence[SearchMemoryRequest],
+        *,
+        include_rerank: wire.IncludeRerank = "none",
+    ) -> tuple[MemorySearchPage, ...]:
+        """One page per request, in order, all at one exact revision, in one HTTP call."""
+        return await self._t.run(wire.search_batch(self.scope_id, requests, include_rerank))
+
     async def get(self, citation: MemoryCitation) -> MemoryEntry | None:
         return await self._t.run(wire.get(self.scope_id, citation))
 
@@ -116,6 +125,15 @@ class SyncScopedMemoryClient:
         """Final hits and `page.rerank_status`; `page.rerank` is always None over HTTP, and
         `include_rerank="redacted"` fills `page.rerank_redacted` (no candidate text)."""
         return self._t.run(wire.search(self.scope_id, request, include_rerank))
+
+    def search_batch(
+        self,
+        requests: Sequence[SearchMemoryRequest],
+        *,
+        include_rerank: wire.IncludeRerank = "none",
+    ) -> tuple[MemorySearchPage, ...]:
+        """One page per request, in order, all at one exact revision, in one HTTP call."""
+        return self._t.run(wire.search_batch(self.scope_id, requests, include_rerank))
 
     def get(self, citation: MemoryCitation) -> MemoryEntry | None:
         return self._t.run(wire.get(self.scope_id, citation))

@@ -189,6 +189,26 @@ def search(
     )
 
 
+def search_batch(
+    scope_id: str,
+    requests: Sequence[SearchMemoryRequest],
+    include_rerank: IncludeRerank = "none",
+) -> Call[tuple[MemorySearchPage, ...]]:
+    if not requests:
+        raise MemoryValidationError("a batch search needs at least one request")
+    body: dict[str, Any] = {
+        "scope_id": scope_id,
+        "searches": [r.model_dump(mode="json") for r in requests],
+    }
+    if include_rerank != "none":
+        body["include_rerank"] = include_rerank
+    return Call("POST", "/v1/memory/search/batch", _batch_pages, body, idempotent=True)
+
+
+def _batch_pages(payload: Any) -> tuple[MemorySearchPage, ...]:
+    return tuple(_search_page(page) for page in payload["pages"])
+
+
 def list_entries(
     scope_id: str,
     *,

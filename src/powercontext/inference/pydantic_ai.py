@@ -397,6 +397,9 @@ class PydanticAIEmbeddingModel:
     async def embed_query(self, text: str) -> Sequence[float]:
         return (await self._embed([text], "query"))[0]
 
+    async def embed_queries(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        return await self._embed(list(texts), "query")
+
     async def _embed(
         self, texts: list[str], input_type: Literal["query", "document"]
     ) -> Sequence[Sequence[float]]:

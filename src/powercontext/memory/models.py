@@ -306,6 +306,12 @@ class MemoryRerankTrace(_Frozen):
     truncated_ranks: tuple[int, ...] = ()
     rerank_status: RerankStatus = "applied"
     cache_hit: bool = False
+    candidate_policy_id: str | None = None
+    """The candidate policy that sized the pool (fixed or by query class)."""
+    query_class: str | None = None
+    """The query's class under `powercontext.memory.candidates.by_class.v1`; else None."""
+    candidate_limit: int | None = None
+    """The candidate limit the policy chose for this query."""
 
     def redacted(self) -> RedactedRerankTrace:
         """The trace without candidate text, ids or scores: safe to hand to an HTTP client."""
@@ -320,6 +326,9 @@ class MemoryRerankTrace(_Frozen):
             usage=self.usage,
             truncated_ranks=self.truncated_ranks,
             cache_hit=self.cache_hit,
+            candidate_policy_id=self.candidate_policy_id,
+            query_class=self.query_class,
+            candidate_limit=self.candidate_limit,
         )
 
 
@@ -336,6 +345,9 @@ class RedactedRerankTrace(_Frozen):
     usage: InferenceUsage
     truncated_ranks: tuple[int, ...] = ()
     cache_hit: bool = False
+    candidate_policy_id: str | None = None
+    query_class: str | None = None
+    candidate_limit: int | None = None
 
 
 class MemorySearchPage(_Frozen):

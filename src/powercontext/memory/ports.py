@@ -261,6 +261,10 @@ class EmbeddingModel(Protocol):
 
     async def embed_query(self, text: str) -> Sequence[float]: ...
 
+    async def embed_queries(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        """Many queries in one model call (batch search), each as `embed_query` embeds it."""
+        ...
+
 
 @runtime_checkable
 class MemoryReranker(Protocol):

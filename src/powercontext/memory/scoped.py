@@ -64,6 +64,12 @@ class ScopedMemory:
     async def search(self, request: SearchMemoryRequest) -> MemorySearchPage:
         return await self._service.search(self.scope_id, request)
 
+    async def search_batch(
+        self, requests: Sequence[SearchMemoryRequest]
+    ) -> tuple[MemorySearchPage, ...]:
+        """One page per request, in order, all at one exact revision (see MemoryService)."""
+        return await self._service.search_batch(self.scope_id, requests)
+
     async def get(self, citation: MemoryCitation) -> MemoryEntry | None:
         return await self._service.get(self.scope_id, citation)
 

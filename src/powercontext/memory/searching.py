@@ -9,10 +9,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any
 
 from powercontext.memory.backfill import warn_auto_served_fts
-from powercontext.memory.errors import CapabilityNotSupportedError, NotFoundError
+from powercontext.memory.errors import (
+    CapabilityNotSupportedError,
+    MemoryValidationError,
+    NotFoundError,
+)
 from powercontext.memory.models import (
     Channel,
     ChannelScore,
@@ -21,12 +26,14 @@ from powercontext.memory.models import (
     MemoryRerankTrace,
     MemorySearchPage,
     RerankStatus,
+    ResolvedMode,
     SearchMemoryRequest,
 )
-from powercontext.memory.ports import FtsCandidate, MemoryReranker, VectorCandidate
+from powercontext.memory.ports import FtsCandidate, MemoryReranker, Vector, VectorCandidate
 from powercontext.memory.rerank.deadline import search_deadline
 from powercontext.memory.search.admission import admit_fts, admit_vector
 from powercontext.memory.search.analyze import analyze, query_terms
+from powercontext.memory.search.candidates import CandidateChoice
 from powercontext.memory.search.fields import SPEAKER_PREFIX
 from powercontext.memory.search.fusion import FusedCandidate, channel_scores, fuse_rrf
 from powercontext.memory.search.modes import (
@@ -49,47 +56,125 @@ rerank_log = logging.getLogger("powercontext.memory.rerank")
 async def run_search(
     service: MemoryService, scope_id: str, request: SearchMemoryRequest
 ) -> MemorySearchPage:
+    (page,) = await run_search_batch(service, scope_id, [request])
+    return page
+
+
+async def run_search_batch(
+    service: MemoryService, scope_id: str, requests: Sequence[SearchMemoryRequest]
+) -> tuple[MemorySearchPage, ...]:
+    """Every request answered at one head read once, with one embedder call for all queries
+    and at most `rerank_concurrency` reranks in flight. The first error fails the whole call
+    (the single search's fail-closed policy); a fail-open guard marks pages instead."""
     store, embedder, config = service.store, service.embedder, service.config
     deadline = None
     if config.timeout_seconds is not None:
         deadline = asyncio.get_running_loop().time() + config.timeout_seconds
     head = await store.head(scope_id)
-    if request.revision is not None:
+    revisions = {r.revision for r in requests}
+    if len(revisions) > 1:
+        raise MemoryValidationError("the searches of one batch must name one revision")
+    (revision,) = revisions
+    if revision is not None:
         # As-of search: every channel reads this one revision, as they read the head otherwise.
-        if head is None or request.revision > head:
-            raise NotFoundError(f"scope {scope_id!r} has no revision {request.revision}")
-        head = request.revision
+        if head is None or revision > head:
+            raise NotFoundError(f"scope {scope_id!r} has no revision {revision}")
+        head = revision
     profile = embedder.profile if embedder is not None else None
     missing = 0
-    if head is not None and profile is not None and request.mode != "fts":
+    if head is not None and profile is not None and any(r.mode != "fts" for r in requests):
         missing = await store.missing_vector_count(scope_id, head, profile.profile_id)
-    mode = select_mode(
-        request.mode,
-        has_embedder=embedder is not None,
-        missing_vectors=missing,
-        profile_id=profile.profile_id if profile else None,
-    )
-    if missing and mode == "fts" and request.mode == "auto":
+    modes = [
+        select_mode(
+            r.mode,
+            has_embedder=embedder is not None,
+            missing_vectors=missing,
+            profile_id=profile.profile_id if profile else None,
+        )
+        for r in requests
+    ]
+    if missing and any(
+        m == "fts" and r.mode == "auto" for m, r in zip(modes, requests, strict=True)
+    ):
         warn_auto_served_fts(scope_id, missing)
     if head is None:
-        return MemorySearchPage(memory_ref=None, mode=mode, hits=())
+        return tuple(MemorySearchPage(memory_ref=None, mode=m, hits=()) for m in modes)
+    vectors = await _query_vectors(service, requests, modes)
+    rerank_slots = asyncio.Semaphore(config.rerank_concurrency)
+    with search_deadline(deadline):
+        return await _all_or_nothing(
+            [
+                _search_at(service, scope_id, head, request, mode, vector, rerank_slots)
+                for request, mode, vector in zip(requests, modes, vectors, strict=True)
+            ]
+        )
 
-    query_vector = None
-    if uses_vector(mode):
-        assert embedder is not None and profile is not None
-        try:
-            raw = await embedder.embed_query(request.query)
-            query_vector = unit_vector(raw, profile.dimension)
-        except Exception as exc:  # the provider's failure must not escape raw
-            if request.mode != "auto":
+
+async def _query_vectors(
+    service: MemoryService, requests: Sequence[SearchMemoryRequest], modes: list[ResolvedMode]
+) -> list[Vector | None]:
+    """Unit query vectors of the requests whose mode uses them, from one embedder call.
+
+    When embedding fails, `auto` requests fall back to fts (in `modes`); an explicit vector
+    or hybrid request fails the whole call with the typed capability error.
+    """
+    vectors: list[Vector | None] = [None] * len(requests)
+    wanted = [i for i, mode in enumerate(modes) if uses_vector(mode)]
+    embedder = service.embedder
+    if not wanted or embedder is None:
+        return vectors
+    texts = [requests[i].query for i in wanted]
+    try:
+        if len(texts) == 1:
+            raw: Sequence[Sequence[float]] = [await embedder.embed_query(texts[0])]
+        else:
+            raw = await embedder.embed_queries(texts)
+        if len(raw) != len(texts):
+            raise ValueError(f"{len(raw)} vectors for {len(texts)} queries")
+        for i, row in zip(wanted, raw, strict=True):
+            vectors[i] = unit_vector(row, embedder.profile.dimension)
+    except Exception as exc:  # the provider's failure must not escape raw
+        for i in wanted:
+            if requests[i].mode != "auto":
                 raise CapabilityNotSupportedError(
-                    f"search mode {request.mode!r} failed: embedding the query raised "
+                    f"search mode {requests[i].mode!r} failed: embedding the query raised "
                     f"{type(exc).__name__}"
                 ) from exc
-            mode = "fts"
+            modes[i] = "fts"
+            vectors[i] = None
+    return vectors
 
+
+async def _all_or_nothing(
+    searches: list[Coroutine[Any, Any, MemorySearchPage]],
+) -> tuple[MemorySearchPage, ...]:
+    """Run concurrently, in order; on the first error cancel the rest and raise it."""
+    if len(searches) == 1:
+        return (await searches[0],)
+    tasks = [asyncio.ensure_future(search) for search in searches]
+    try:
+        return tuple(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+async def _search_at(
+    service: MemoryService,
+    scope_id: str,
+    head: int,
+    request: SearchMemoryRequest,
+    mode: ResolvedMode,
+    query_vector: Vector | None,
+    rerank_slots: asyncio.Semaphore,
+) -> MemorySearchPage:
+    store, embedder, config = service.store, service.embedder, service.config
+    profile = embedder.profile if embedder is not None else None
     reranker = service.reranker
-    coarse = coarse_limit(request.limit, config.candidate_limit, reranking=reranker is not None)
+    choice = config.candidates.choose(request.query, config.analyzer, config.candidate_limit)
+    coarse = coarse_limit(request.limit, choice.candidate_limit, reranking=reranker is not None)
     per_channel = channel_limit(coarse)
     terms = query_terms(request.query, config.analyzer)
 
@@ -141,8 +226,8 @@ async def run_search(
     ref = MemoryRef(scope_id=scope_id, revision=head)
     if reranker is None or not pool:
         return MemorySearchPage(memory_ref=ref, mode=mode, hits=pool[: request.limit])
-    with search_deadline(deadline):
-        hits, trace = await _rerank(reranker, request, pool)
+    async with rerank_slots:
+        hits, trace = await _rerank(reranker, request, pool, choice)
     return MemorySearchPage(
         memory_ref=ref, mode=mode, hits=hits, rerank=trace, rerank_status=trace.rerank_status
     )
@@ -202,7 +287,10 @@ async def _hits(
 
 
 async def _rerank(
-    reranker: MemoryReranker, request: SearchMemoryRequest, pool: tuple[MemoryHit, ...]
+    reranker: MemoryReranker,
+    request: SearchMemoryRequest,
+    pool: tuple[MemoryHit, ...],
+    choice: CandidateChoice,
 ) -> tuple[tuple[MemoryHit, ...], MemoryRerankTrace]:
     """One reranker call, no lock held; inference errors propagate (fail-closed) unless a
     GuardedReranker configured for fail-open turned an outage into a degraded decision."""
@@ -240,6 +328,9 @@ async def _rerank(
         truncated_ranks=decision.truncated_ranks,
         rerank_status=status,
         cache_hit=decision.cache_hit,
+        candidate_policy_id=choice.policy_id,
+        query_class=choice.query_class,
+        candidate_limit=choice.candidate_limit,
     )
     log = rerank_log.warning if decision.degraded else rerank_log.info
     log(
@@ -249,6 +340,8 @@ async def _rerank(
             "rerank_status": status,
             "cache_hit": decision.cache_hit,
             "candidate_count": len(pool),
+            "candidate_policy_id": choice.policy_id,
+            "query_class": choice.query_class,
             "selected_count": len(selected),
             "discarded_count": trace.discarded_rank_count,
             "used_fallback": trace.used_fallback,

@@ -57,8 +57,9 @@ from powercontext.memory.ports import (
 from powercontext.memory.scoped import ScopedMemory, validate_scope_id
 from powercontext.memory.scopes import ScopeSummary, scope_summaries
 from powercontext.memory.search.analyze import AnalyzerConfig
+from powercontext.memory.search.candidates import CandidatePolicy
 from powercontext.memory.search.fields import FieldWeights
-from powercontext.memory.searching import run_search
+from powercontext.memory.searching import run_search, run_search_batch
 
 log = logging.getLogger("powercontext.memory")
 
@@ -81,6 +82,11 @@ class SearchConfig:
     """What the channels index per entry: template and contextual neighbours."""
     timeout_seconds: float | None = None
     """The search's deadline from its start; the rerank stage ends before it (rerank guard)."""
+    candidates: CandidatePolicy = field(default_factory=CandidatePolicy)
+    """How large a coarse pool the reranker sees: fixed, or by query class."""
+    rerank_concurrency: int = 2
+    """Reranks of one batch search in flight at once (the generation request bound)."""
+    max_batch_queries: int = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,15 +416,36 @@ class MemoryService:
     async def search(self, scope_id: str, request: SearchMemoryRequest) -> MemorySearchPage:
         await self.profiles.warn_if_stale(scope_id)
         page = await run_search(self, scope_id, request)
-        if self._observer is not None:
-            trace = page.rerank
-            self._observer(
-                SearchObservation(
-                    mode=page.mode,
-                    hits=len(page.hits),
-                    reranked=trace is not None,
-                    used_fallback=bool(trace and trace.used_fallback),
-                    rerank_latency_ms=trace.latency_ms if trace else 0.0,
-                )
-            )
+        self._observe(page)
         return page
+
+    async def search_batch(
+        self, scope_id: str, requests: Sequence[SearchMemoryRequest]
+    ) -> tuple[MemorySearchPage, ...]:
+        """One page per request, in order, every page at the same exact revision."""
+        if not requests:
+            raise MemoryValidationError("a batch search needs at least one request")
+        if len(requests) > self.config.max_batch_queries:
+            raise MemoryValidationError(
+                f"batch of {len(requests)} searches exceeds the limit of "
+                f"{self.config.max_batch_queries} (POWERCONTEXT_SERVER_RUNTIME_MAX_BATCH_QUERIES)"
+            )
+        await self.profiles.warn_if_stale(scope_id)
+        pages = await run_search_batch(self, scope_id, requests)
+        for page in pages:
+            self._observe(page)
+        return pages
+
+    def _observe(self, page: MemorySearchPage) -> None:
+        if self._observer is None:
+            return
+        trace = page.rerank
+        self._observer(
+            SearchObservation(
+                mode=page.mode,
+                hits=len(page.hits),
+                reranked=trace is not None,
+                used_fallback=bool(trace and trace.used_fallback),
+                rerank_latency_ms=trace.latency_ms if trace else 0.0,
+            )
+        )

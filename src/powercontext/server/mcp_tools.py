@@ -25,8 +25,15 @@ from powercontext.memory.models import (
 )
 from powercontext.memory.scoped import ScopedMemory
 from powercontext.server.history import EntryByIdRequest, EntryHistoryModel, HistoryRequest
-from powercontext.server.routes import search_request, search_response
+from powercontext.server.routes import (
+    batch_search_response,
+    run_batch_search,
+    search_request,
+    search_response,
+)
 from powercontext.server.schemas import (
+    BatchSearchRequest,
+    BatchSearchResponse,
     ChangesPageModel,
     ChangesRequest,
     CitationModel,
@@ -110,6 +117,10 @@ async def _remember_batch(memory: ScopedMemory, body: RememberBatchRequest) -> B
 async def _search(memory: ScopedMemory, body: SearchRequest) -> BaseModel:
     page = await memory.search(search_request(body))
     return search_response(page)
+
+
+async def _search_batch(memory: ScopedMemory, body: BatchSearchRequest) -> BaseModel:
+    return batch_search_response(await run_batch_search(memory, body), body.include_rerank)
 
 
 async def _list(memory: ScopedMemory, body: ListEntriesRequest) -> BaseModel:
@@ -208,6 +219,15 @@ MEMORY_TOOLS: tuple[MemoryTool, ...] = (
         SearchResponse,
         _search,
         _annotations("Search memory", read_only=True),
+    ),
+    MemoryTool(
+        "search_batch",
+        "Run several searches of one scope in one call (for example the sub-queries of one "
+        "question); every page answers at the same revision, in request order.",
+        BatchSearchRequest,
+        BatchSearchResponse,
+        _search_batch,
+        _annotations("Search memory in a batch", read_only=True),
     ),
     MemoryTool(
         "list_entries",

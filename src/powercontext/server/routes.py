@@ -7,6 +7,7 @@ validated) and then obtains its ScopedMemory only through `_memory`, which check
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -33,6 +34,8 @@ from powercontext.server.auth import ApiKeyAuthority, KeyGrant
 from powercontext.server.metrics import CONTENT_TYPE, ServerMetrics
 from powercontext.server.readiness import ReadinessProbe
 from powercontext.server.schemas import (
+    BatchSearchRequest,
+    BatchSearchResponse,
     ChangesPageModel,
     ChangesRequest,
     ChannelScoreModel,
@@ -228,16 +231,55 @@ async def remember(
 async def search(body: SearchRequest, caller: Caller, request: Request) -> Response:
     memory = scoped_memory(request, caller, body.scope_id)
     page = await memory.search(search_request(body))
-    state = state_of(request)
-    assert page.rerank_status is not None, "the runtime always reports a status"
-    state.metrics.observe_rerank_status(page.rerank_status)
-    assert state.runtime is not None
-    # A fail-open deployment always reports the status: a degraded page must be told apart
-    # from a reranked one even by a client that never asks for the trace. Otherwise the keys
-    # are absent (SearchResponse omits them), so a client that does not ask sees no change.
-    fail_open = state.runtime.settings.runtime.memory_rerank_failure_policy == "fail_open"
-    response = search_response(page, body.include_rerank, report_status=fail_open)
+    report_status = _observe_statuses(request, [page])
+    response = search_response(page, body.include_rerank, report_status=report_status)
     return _json(response)
+
+
+@memory_router.post(
+    "/search/batch",
+    response_model=BatchSearchResponse,
+    responses=_responses(502, 504),
+    summary="Several searches at one exact revision: one page per search, in order",
+)
+async def search_batch(body: BatchSearchRequest, caller: Caller, request: Request) -> Response:
+    memory = scoped_memory(request, caller, body.scope_id)
+    pages = await run_batch_search(memory, body)
+    report_status = _observe_statuses(request, pages)
+    return _json(batch_search_response(pages, body.include_rerank, report_status=report_status))
+
+
+async def run_batch_search(
+    memory: ScopedMemory, body: BatchSearchRequest
+) -> tuple[MemorySearchPage, ...]:
+    return await memory.search_batch(
+        [SearchMemoryRequest(query=s.query, limit=s.limit, mode=s.mode) for s in body.searches]
+    )
+
+
+def batch_search_response(
+    pages: Sequence[MemorySearchPage],
+    include_rerank: Literal["none", "redacted"] = "none",
+    *,
+    report_status: bool = False,
+) -> BatchSearchResponse:
+    responses = [search_response(p, include_rerank, report_status=report_status) for p in pages]
+    return BatchSearchResponse(memory_ref=responses[0].memory_ref, pages=responses)
+
+
+def _observe_statuses(request: Request, pages: Sequence[MemorySearchPage]) -> bool:
+    """Count each page's rerank status; True when the deployment always reports it.
+
+    A fail-open deployment always reports the status: a degraded page must be told apart
+    from a reranked one even by a client that never asks for the trace. Otherwise the keys
+    are absent (SearchResponse omits them), so a client that does not ask sees no change.
+    """
+    state = state_of(request)
+    for page in pages:
+        assert page.rerank_status is not None, "the runtime always reports a status"
+        state.metrics.observe_rerank_status(page.rerank_status)
+    assert state.runtime is not None
+    return state.runtime.settings.runtime.memory_rerank_failure_policy == "fail_open"
 
 
 @memory_router.post(

@@ -285,6 +285,37 @@ class SearchRequest(_Wire):
     )
 
 
+class BatchSearchItem(_Wire):
+    """One search of a batch: the fields of a single search, without scope or trace option."""
+
+    query: QueryText = Field(
+        min_length=1,
+        max_length=MAX_QUERY_BYTES,
+        description=f"The query; not blank; at most {MAX_QUERY_BYTES} UTF-8 bytes.",
+    )
+    limit: int = Field(default=10, ge=1, le=100, description="As in a single search.")
+    mode: SearchMode = Field(default="auto", description="As in a single search.")
+
+
+class BatchSearchRequest(_Wire):
+    """Several searches of one scope in one call, all answered at one exact revision."""
+
+    scope_id: ScopeId = _scope_field()
+    searches: list[BatchSearchItem] = Field(
+        min_length=1,
+        description=(
+            "The searches, answered in this order. At most "
+            "POWERCONTEXT_SERVER_RUNTIME_MAX_BATCH_QUERIES (default 64); more answers 422 "
+            "validation_error naming the limit. The queries are embedded in one model call "
+            "and reranks run concurrently, at most "
+            "POWERCONTEXT_SERVER_INFERENCE_GENERATION_MAX_REQUESTS at once."
+        ),
+    )
+    include_rerank: Literal["none", "redacted"] = Field(
+        default="none", description="As in a single search, for every page."
+    )
+
+
 class ListEntriesRequest(_Wire):
     """Page through the entries active at one revision, oldest first."""
 
@@ -455,6 +486,22 @@ class RerankTraceModel(_Wire):
     cache_hit: bool = Field(
         default=False, description="The decision was reused from the rerank cache."
     )
+    candidate_policy_id: str | None = Field(
+        default=None,
+        exclude_if=_is_none,
+        description="The candidate policy that sized the pool, with its version.",
+    )
+    query_class: str | None = Field(
+        default=None,
+        exclude_if=_is_none,
+        description=(
+            "The query's class (one_fact, list, count, time, comparison) under "
+            "powercontext.memory.candidates.by_class.v1; absent under the fixed policy."
+        ),
+    )
+    candidate_limit: int | None = Field(
+        default=None, exclude_if=_is_none, description="The candidate limit used."
+    )
 
 
 class SearchResponse(_Wire):
@@ -486,6 +533,15 @@ class SearchResponse(_Wire):
         exclude_if=_is_none,
         description="Only with `include_rerank: redacted` and a rerank call; else absent.",
     )
+
+
+class BatchSearchResponse(_Wire):
+    """One page per search, in request order, every page at the same exact revision."""
+
+    memory_ref: MemoryRefModel | None = Field(
+        description="The revision every page was read at; null for an empty scope."
+    )
+    pages: list[SearchResponse] = Field(description="One page per search, in order.")
 
 
 class EntriesPageModel(_Wire):

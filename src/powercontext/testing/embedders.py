@@ -46,3 +46,10 @@ class FakeEmbedder(HashingEmbedder):
         if self.fail_queries:
             raise ConnectionError(self.failure_message)
         return await super().embed_query(text)
+
+    async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """A batch search's one call for all its queries: one query call."""
+        self.query_calls += 1
+        if self.fail_queries:
+            raise ConnectionError(self.failure_message)
+        return await super().embed_queries(texts)

@@ -78,8 +78,15 @@ class HashingEmbedder:
         return vectors
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self._embed_many(texts, "embed_documents")
+
+    async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """Queries and documents embed alike here (no query prefix)."""
+        return await self._embed_many(texts, "embed_queries")
+
+    async def _embed_many(self, texts: Sequence[str], method: str) -> list[list[float]]:
         if isinstance(texts, str):
-            raise TypeError("embed_documents takes a sequence of texts, not one string")
+            raise TypeError(f"{method} takes a sequence of texts, not one string")
         if not texts:
             return []
         if len(texts) < _THREAD_THRESHOLD:

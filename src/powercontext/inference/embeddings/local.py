@@ -174,6 +174,10 @@ class LocalMiniLM:
         result: list[list[float]] = vectors.tolist()
         return result
 
+    async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """MiniLM embeds queries and documents alike: one batch, one ONNX run per batch."""
+        return await self.embed_documents(texts)
+
     async def embed_query(self, text: str) -> list[float]:
         vectors = await asyncio.to_thread(self._embed_sync, [text])
         result: list[float] = vectors[0].tolist()

@@ -93,6 +93,11 @@ def index_tokens(text: str, config: AnalyzerConfig = AnalyzerConfig()) -> str:
     return " ".join(analyze(text, config))
 
 
+def surface_words(text: str, config: AnalyzerConfig = AnalyzerConfig()) -> list[str]:
+    """The casefolded, unstemmed words of `text` (no CJK grams): what query rules read."""
+    return _raw_tokens(text, config)[0]
+
+
 def query_terms(query: str, config: AnalyzerConfig = AnalyzerConfig()) -> tuple[str, ...]:
     """Distinct query terms in first-seen order.
 

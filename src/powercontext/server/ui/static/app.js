@@ -113,6 +113,9 @@ function renderSearch(result) {
       chip(trace.used_fallback ? "fallback: yes" : "fallback: no", trace.used_fallback),
     );
     if (trace.rerank_status) summary.append(chip("rerank status " + trace.rerank_status));
+    if (trace.candidate_policy_id) summary.append(chip("candidates " + trace.candidate_policy_id));
+    if (trace.query_class) summary.append(chip("query class " + trace.query_class));
+    if (trace.candidate_limit) summary.append(chip("candidate limit " + trace.candidate_limit));
   } else {
     summary.append(chip(result.reranker ? "no rerank (empty pool)" : "no reranker configured: the pool is the final list"));
   }

@@ -1,0 +1,303 @@
+"""Candidate limit trade-off on LoCoMo: pool recall against the rerank prompt's size.
+
+For fixed candidate limits (10, 20, 30, 50) and for the by-class candidate policy
+(`powercontext.memory.candidates.by_class.v1`), every question is searched with the limit the
+policy gives it. Without a reranker a search with limit c returns exactly the coarse pool a
+reranker with candidate limit c would see (same channel depth, same fusion), so no model is
+needed: the pool's evidence recall is scored per LoCoMo category, and the prompt size is the
+length of what the listwise policy would send for that pool (its system instructions and the
+user prompt from the policy's own `build_listwise_prompt`), in characters.
+
+    python -m powercontext.bench.locomo.tradeoff --data locomo-dev.json --out runs/tradeoff
+
+With `--tokens-model llamacpp:smollm2` (issue 22's local model, the `[llm]` extra) the prompt
+is also counted in that model's tokens. Writes `tradeoff.json`, `tradeoff.md` and (with
+matplotlib) `tradeoff.png` into --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from collections import Counter
+from collections.abc import Sequence
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from powercontext import ServerSettings
+from powercontext.bench.locomo.backends import WriteMode, bench_settings, open_in_process
+from powercontext.bench.locomo.dataset import CATEGORY_NAMES, load_dataset
+from powercontext.bench.locomo.ingest import covered_dia_ids, plan_ingest
+from powercontext.bench.locomo.metrics import OVERALL, aggregate, score_ranking
+from powercontext.memory.models import MemoryHit, SearchMemoryRequest, SearchMode
+from powercontext.memory.rerank.listwise import LISTWISE_INSTRUCTIONS, build_listwise_prompt
+from powercontext.memory.search.analyze import AnalyzerConfig
+from powercontext.memory.search.candidates import (
+    BY_CLASS_POLICY_ID,
+    DEFAULT_CLASS_LIMITS,
+    classify_query,
+)
+
+FIXED_LIMITS = (10, 20, 30, 50)
+BY_CLASS = "by_class"
+
+
+def prompt_text(query: str, pool: Sequence[MemoryHit], answer_k: int, max_chars: int) -> str:
+    """The user prompt of one listwise rerank of `pool`; empty when no call would be made."""
+    if not pool:
+        return ""
+    return build_listwise_prompt(query, tuple(pool), answer_k, max_chars).text
+
+
+def prompt_chars(query: str, pool: Sequence[MemoryHit], answer_k: int, max_chars: int) -> int:
+    """Characters of one listwise rerank request: system instructions plus user prompt."""
+    if not pool:
+        return 0  # an empty pool makes no rerank call
+    return len(LISTWISE_INSTRUCTIONS) + len(prompt_text(query, pool, answer_k, max_chars))
+
+
+class TokenCounter:
+    """Counts tokens with a local llama.cpp model's own tokenizer (its `/tokenize` route): the
+    system instructions plus the user prompt, without the chat template's few framing tokens."""
+
+    def __init__(self, address: str, model: str) -> None:
+        self.model = model
+        self._client = httpx.AsyncClient(base_url=address, timeout=60)
+        self._system: int | None = None
+
+    async def _tokens(self, text: str) -> int:
+        reply = await self._client.post("/tokenize", json={"content": text})
+        reply.raise_for_status()
+        return len(reply.json()["tokens"])
+
+    async def count(self, user_prompt: str) -> int:
+        if not user_prompt:
+            return 0
+        if self._system is None:
+            self._system = await self._tokens(LISTWISE_INSTRUCTIONS)
+        return self._system + await self._tokens(user_prompt)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def on_or_above_curve(fixed: list[tuple[float, float]], point: tuple[float, float]) -> bool:
+    """Whether (size, recall) reaches the fixed-limit curve, linearly interpolated at `size`
+    (beyond the last fixed point the curve is taken as flat)."""
+    size, recall = point
+    curve = sorted(fixed)
+    if size <= curve[0][0]:
+        return recall >= curve[0][1]
+    for (s0, r0), (s1, r1) in pairwise(curve):
+        if s0 <= size <= s1:
+            return recall >= r0 + (r1 - r0) * (size - s0) / (s1 - s0)
+    return recall >= curve[-1][1]
+
+
+async def measure_tradeoff(
+    data: Path,
+    out: Path,
+    *,
+    mode: SearchMode = "auto",
+    answer_k: int = 10,
+    class_limits: dict[str, int] | None = None,
+    base_settings: ServerSettings | None = None,
+    tokens: TokenCounter | None = None,
+    write: WriteMode = "turns",
+) -> dict[str, Any]:
+    dataset = load_dataset(data)
+    base = base_settings if base_settings is not None else ServerSettings()
+    limits_by_class = {**DEFAULT_CLASS_LIMITS, **(class_limits or {})}
+    needed = sorted(set(FIXED_LIMITS) | set(limits_by_class.values()))
+    settings = bench_settings(base, rerank=False, top_k=max(needed), database_path=out / "t.db")
+    runtime_config = settings.runtime
+    analyzer = AnalyzerConfig(
+        language=runtime_config.analyzer_language,
+        drop_query_stopwords=runtime_config.analyzer_drop_query_stopwords,
+        strip_clitics=runtime_config.analyzer_strip_clitics,
+    )
+    max_chars = runtime_config.memory_rerank_max_candidate_chars
+    policies = [*(f"fixed-{c}" for c in FIXED_LIMITS), BY_CLASS]
+    rows: dict[str, list[tuple[int, dict[str, float]]]] = {p: [] for p in policies}
+    classes: dict[str, Counter[str]] = {}
+    async with open_in_process(settings) as backend:
+        for conversation in dataset.conversations:
+            plan = plan_ingest(conversation, "turn")
+            await backend.ingest(plan.scope_id, plan.requests, write)
+            for qa in conversation.qa:
+                if not qa.evidence:
+                    continue
+                pools = {}
+                for limit in needed:
+                    request = SearchMemoryRequest(query=qa.question, limit=limit, mode=mode)
+                    pools[limit] = (await backend.search(plan.scope_id, request)).hits
+                query_class = classify_query(qa.question, analyzer)
+                classes.setdefault(qa.category_name, Counter())[query_class] += 1
+                counted: dict[int, int] = {}
+                chosen = {f"fixed-{c}": c for c in FIXED_LIMITS}
+                chosen[BY_CLASS] = limits_by_class[query_class]
+                for policy, limit in chosen.items():
+                    pool = pools[limit]
+                    ranking = [frozenset(covered_dia_ids(dict(h.metadata))) for h in pool]
+                    recall = score_ranking(ranking, qa.evidence, [limit])[f"recall@{limit}"]
+                    size = prompt_chars(qa.question, pool, answer_k, max_chars)
+                    metrics = {
+                        "pool_recall": recall,
+                        "prompt_chars": float(size),
+                        "candidates": float(len(pool)),
+                    }
+                    if tokens is not None:
+                        if limit not in counted:
+                            text = prompt_text(qa.question, pool, answer_k, max_chars)
+                            counted[limit] = await tokens.count(text)
+                        metrics["prompt_tokens"] = float(counted[limit])
+                    rows[policy].append((qa.category, metrics))
+        describe = backend.describe()
+    table = {policy: aggregate(rows[policy]) for policy in policies}
+    fixed_points = [
+        (table[f"fixed-{c}"][OVERALL]["prompt_chars"], table[f"fixed-{c}"][OVERALL]["pool_recall"])
+        for c in FIXED_LIMITS
+    ]
+    by_class = table[BY_CLASS][OVERALL]
+    results = {
+        "data": str(data),
+        "dataset_sha256": dataset.sha256,
+        "mode": mode,
+        "write": write,
+        "answer_k": answer_k,
+        "candidate_policy": BY_CLASS_POLICY_ID,
+        "class_limits": limits_by_class,
+        "max_candidate_chars": max_chars,
+        "tokens": (
+            f"{tokens.model} tokenizer (system + user prompt, no chat template)"
+            if tokens is not None
+            else "not measured: no local rerank model was given (--tokens-model)"
+        ),
+        "policies": table,
+        "query_classes": {name: dict(counts) for name, counts in classes.items()},
+        "by_class_on_or_above_fixed_curve": on_or_above_curve(
+            fixed_points, (by_class["prompt_chars"], by_class["pool_recall"])
+        ),
+        "backend": describe,
+    }
+    return results
+
+
+def write_tradeoff(results: dict[str, Any], out: Path) -> None:
+    (out / "tradeoff.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    (out / "tradeoff.md").write_text(markdown(results), encoding="utf-8")
+    _chart(results, out / "tradeoff.png")
+
+
+def markdown(results: dict[str, Any]) -> str:
+    table = results["policies"]
+    groups = [OVERALL, *(CATEGORY_NAMES[c] for c in sorted(CATEGORY_NAMES))]
+    groups = [g for g in groups if g in table["fixed-10"]]
+    with_tokens = "prompt_tokens" in table["fixed-10"][OVERALL]
+    tokens_head = "mean prompt tokens | " if with_tokens else ""
+    head = f"| policy | mean candidates | mean prompt chars | {tokens_head}" + " | ".join(
+        f"recall {g} (n={int(table['fixed-10'][g]['n'])})" for g in groups
+    )
+    lines = [head + " |", "|---" * (3 + with_tokens + len(groups)) + "|"]
+    for policy, by_group in table.items():
+        cells = [f"{by_group[g]['pool_recall']:.3f}" for g in groups]
+        overall = by_group[OVERALL]
+        token_cell = f"{overall['prompt_tokens']:.0f} | " if with_tokens else ""
+        lines.append(
+            f"| {policy} | {overall['candidates']:.1f} | {overall['prompt_chars']:.0f} | "
+            + token_cell
+            + " | ".join(cells)
+            + " |"
+        )
+    classes = ", ".join(
+        f"{name}: " + ", ".join(f"{c} {n}" for c, n in sorted(counts.items()))
+        for name, counts in results["query_classes"].items()
+    )
+    verdict = "on or above" if results["by_class_on_or_above_fixed_curve"] else "below"
+    return (
+        "\n".join(lines)
+        + f"\n\nClass limits: {results['class_limits']}. Query classes per category: {classes}."
+        + f"\n\nThe by-class policy is {verdict} the fixed-limit curve (overall recall at the"
+        " same mean prompt size, linearly interpolated).\n"
+    )
+
+
+def _chart(results: dict[str, Any], path: Path) -> None:
+    try:
+        import matplotlib
+    except ImportError:
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    table = results["policies"]
+    figure, axis = plt.subplots(figsize=(6, 4))
+    fixed = [p for p in table if p.startswith("fixed-")]
+    xs = [table[p][OVERALL]["prompt_chars"] for p in fixed]
+    ys = [table[p][OVERALL]["pool_recall"] for p in fixed]
+    axis.plot(xs, ys, marker="o", label="fixed candidate limit")
+    for policy, x, y in zip(fixed, xs, ys, strict=True):
+        axis.annotate(
+            policy.removeprefix("fixed-"), (x, y), textcoords="offset points", xytext=(4, -10)
+        )
+    by_class = table[BY_CLASS][OVERALL]
+    axis.plot([by_class["prompt_chars"]], [by_class["pool_recall"]], "r*", ms=12, label="by class")
+    axis.set_xlabel("mean listwise prompt size per rerank (characters)")
+    axis.set_ylabel("pool evidence recall (overall, categories 1-4)")
+    axis.grid(alpha=0.3)
+    axis.legend(loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--out", type=Path, default=Path("locomo-tradeoff"))
+    parser.add_argument("--mode", choices=["auto", "fts", "vector", "hybrid"], default="auto")
+    parser.add_argument("--answer-k", type=int, default=10)
+    parser.add_argument("--write", choices=["turns", "batch"], default="turns")
+    parser.add_argument(
+        "--tokens-model",
+        default=None,
+        help="a llamacpp: model (e.g. llamacpp:smollm2) whose tokenizer counts prompt tokens",
+    )
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    server = None
+    if args.tokens_model:
+        from powercontext.inference.llamacpp import LlamaCppServer, model_path
+
+        server = LlamaCppServer.start(model_path(args.tokens_model), threads=1, context_size=512)
+    try:
+        results = asyncio.run(_measure(args, server.address if server else None))
+    finally:
+        if server is not None:
+            server.close()
+    write_tradeoff(results, args.out)
+    print(markdown(results))
+
+
+async def _measure(args: argparse.Namespace, token_address: str | None) -> dict[str, Any]:
+    tokens = TokenCounter(token_address, args.tokens_model) if token_address else None
+    try:
+        return await measure_tradeoff(
+            args.data,
+            args.out,
+            mode=args.mode,
+            answer_k=args.answer_k,
+            tokens=tokens,
+            write=args.write,
+        )
+    finally:
+        if tokens is not None:
+            await tokens.aclose()
+
+
+if __name__ == "__main__":
+    main()
