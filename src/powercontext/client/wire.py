@@ -196,9 +196,15 @@ def search_batch(
 ) -> Call[tuple[MemorySearchPage, ...]]:
     if not requests:
         raise MemoryValidationError("a batch search needs at least one request")
+    # The batch route takes query, limit and mode per search; refuse rather than drop the rest.
+    batch_fields = {"query", "limit", "mode"}
+    if any(r.model_dump(exclude=batch_fields, exclude_none=True) for r in requests):
+        raise MemoryValidationError(
+            "a batch search takes query, limit and mode only (no revision, filter or floors)"
+        )
     body: dict[str, Any] = {
         "scope_id": scope_id,
-        "searches": [r.model_dump(mode="json") for r in requests],
+        "searches": [r.model_dump(mode="json", include=batch_fields) for r in requests],
     }
     if include_rerank != "none":
         body["include_rerank"] = include_rerank
