@@ -76,7 +76,16 @@ async def _admin(statement: str, database: str = "postgres") -> None:
 
 def _emptying(schema: str) -> str:
     """Statements that return a used (migrated) schema to its freshly migrated state."""
-    tables = ("entry_vectors", "term_stats", "changes", "entry_versions", "revisions", "scopes")
+    tables = (
+        "idempotency_keys",
+        "scope_index_profiles",
+        "entry_vectors",
+        "term_stats",
+        "changes",
+        "entry_versions",
+        "revisions",
+        "scopes",
+    )
     return (
         "DO $$ DECLARE found record; BEGIN FOR found IN SELECT indexname FROM pg_indexes "
         f"WHERE schemaname = '{schema}' AND indexname LIKE 'entry\\_vectors\\_hnsw\\_%' "

@@ -36,6 +36,8 @@ def _body(route: str, scope: str) -> dict[str, Any]:
         "entries/revise": {"citation": _citation(scope), "text": "new"},
         "entries/retire": {"citation": _citation(scope)},
         "entries/reactivate": {"citation": _citation(scope)},
+        "entries/by-id": {"entry_id": "e"},
+        "entries/history": {"entry_id": "e"},
         "changes": {},
         "head": {},
     }
@@ -51,6 +53,8 @@ ROUTES = [
     "entries/revise",
     "entries/retire",
     "entries/reactivate",
+    "entries/by-id",
+    "entries/history",
     "changes",
     "head",
 ]

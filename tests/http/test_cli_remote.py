@@ -29,6 +29,28 @@ def test_cli_talks_to_a_server(open_server: Served, fresh_scope: str) -> None:
         env=env,
     )
     assert shown.exit_code == 0 and "Remote CLI fact" in shown.stdout
+    entry_id = hits[0]["citation"]["entry_id"]
+    by_id = runner.invoke(
+        app,
+        ["memory", "get", entry_id, "--scope", fresh_scope, "--revision", "1", "--json"],
+        env=env,
+    )
+    assert by_id.exit_code == 0, by_id.output
+    assert json.loads(by_id.stdout)["text"] == "Remote CLI fact"
+    history = runner.invoke(
+        app, ["memory", "history", entry_id, "--scope", fresh_scope, "--json"], env=env
+    )
+    assert [c["op"] for c in json.loads(history.stdout)["changes"]] == ["add"]
+    as_of = runner.invoke(
+        app,
+        ["memory", "search", "remote", "--scope", fresh_scope, "--revision", "1", "--json"],
+        env=env,
+    )
+    assert [h["text"] for h in json.loads(as_of.stdout)["hits"]] == ["Remote CLI fact"]
+    missing = runner.invoke(
+        app, ["memory", "get", "no-such-entry", "--scope", fresh_scope], env=env
+    )
+    assert missing.exit_code != 0 and "not_found" in missing.output
 
 
 def test_cli_reports_auth_errors(auth_server: Served) -> None:

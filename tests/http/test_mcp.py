@@ -15,8 +15,7 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
-from powercontext.memory.history import MemoryEntryHistory
-from powercontext.server.history import HistoryRequest
+from powercontext.server.history import EntryByIdRequest, EntryHistoryModel, HistoryRequest
 from powercontext.server.mcp import MEMORY_TOOLS
 from powercontext.server.schemas import (
     BatchSearchRequest,
@@ -50,7 +49,8 @@ TOOL_MODELS = {
     "remember_batch": (RememberBatchRequest, WriteResultModel),
     "revise_entry": (ReviseEntryRequest, WriteResultModel),
     "reactivate_entry": (ReactivateEntryRequest, WriteResultModel),
-    "entry_history": (HistoryRequest, MemoryEntryHistory),
+    "entry_history": (HistoryRequest, EntryHistoryModel),
+    "get_entry_by_id": (EntryByIdRequest, EntryModel),
     "list_changes": (ChangesRequest, ChangesPageModel),
     "head": (HeadRequest, HeadResponse),
 }
@@ -178,13 +178,11 @@ async def _revision_tools_round_trip(
         )
     )
     assert revised["entries"][0]["version"] == 3
-    batch = _ok(
-        await client.call_tool(
-            "remember_batch",
-            {"scope_id": scope, "entries": [{"text": f"{word} b1"}, {"text": f"{word} b2"}]},
-        )
-    )
+    entries = [{"text": f"{word} b1"}, {"text": f"{word} b2"}]
+    keyed = {"scope_id": scope, "entries": entries, "idempotency_key": f"{word}-batch"}
+    batch = _ok(await client.call_tool("remember_batch", keyed))
     assert batch["memory_ref"]["revision"] == 6 and len(batch["entries"]) == 2
+    assert _ok(await client.call_tool("remember_batch", keyed)) == batch  # a retry: no rewrite
     head = _ok(await client.call_tool("head", {"scope_id": scope}))
     assert head["memory_ref"] == {"scope_id": scope, "revision": 6}
     log = _ok(await client.call_tool("list_changes", {"scope_id": scope, "since_revision": 2}))
@@ -194,8 +192,36 @@ async def _revision_tools_round_trip(
             "entry_history", {"scope_id": scope, "entry_id": retired["entry_id"]}
         )
     )
-    assert [c["op"] for c in history["changes"]] == ["add", "retire", "reactivate", "revise"]
-    assert history["versions"][-1]["entry"]["text"] == f"{word} v3"
+    assert [c["op"] for c in history["changes"]] == ["revise", "reactivate", "retire", "add"]
+    assert history["versions"][0]["entry"]["text"] == f"{word} v3"
+    assert history["active_version"]["text"] == f"{word} v3"
+    then = _ok(
+        await client.call_tool(
+            "entry_history", {"scope_id": scope, "entry_id": retired["entry_id"], "revision": 3}
+        )
+    )
+    assert [c["op"] for c in then["changes"]] == ["retire", "add"]
+    assert then["active_version"] is None
+    at_four = _ok(
+        await client.call_tool(
+            "get_entry_by_id", {"scope_id": scope, "entry_id": retired["entry_id"], "revision": 4}
+        )
+    )
+    assert at_four["version"] == 2 and at_four["citation"]["memory_ref"]["revision"] == 4
+    past = _ok(
+        await client.call_tool(
+            "search", {"scope_id": scope, "query": f"{word} v3", "mode": "fts", "revision": 3}
+        )
+    )
+    assert all(hit["citation"]["memory_ref"]["revision"] == 3 for hit in past["hits"])
+    assert f"{word} v3" not in [hit["text"] for hit in past["hits"]]
+    only_batch = _ok(
+        await client.call_tool(
+            "list_entries",
+            {"scope_id": scope, "filter": {"created_after": batch["entries"][0]["created_at"]}},
+        )
+    )
+    assert sorted(e["text"] for e in only_batch["entries"]) == [f"{word} b1", f"{word} b2"]
 
 
 async def test_tool_errors_name_the_code_without_echoing_input(

@@ -67,6 +67,8 @@ def test_every_memory_operation_documents_its_errors() -> None:
             "entries/revise",
             "entries/retire",
             "entries/reactivate",
+            "entries/by-id",
+            "entries/history",
             "changes",
             "head",
         )

@@ -16,7 +16,17 @@ from powercontext.testing import FakeEmbedder
 from tests.http.conftest import Served
 from tests.http.live import SECRET, live_server
 
-HIT_KEYS = {"citation", "kind", "text", "metadata", "score", "matched_by", "thread", "occurred_at"}
+HIT_KEYS = {
+    "citation",
+    "kind",
+    "text",
+    "metadata",
+    "score",
+    "matched_by",
+    "thread",
+    "occurred_at",
+    "explain",
+}
 
 
 def _remember(client: httpx.Client, scope: str, text: str, **extra: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import pytest
 
 from powercontext.client import (
     ApiError,
+    ApiIdempotencyConflictError,
     ApiInferenceUnavailableError,
     ApiStorageError,
     ClientSettings,
@@ -21,6 +22,7 @@ from powercontext.client import (
     SyncPowerContextClient,
     UnauthorizedError,
 )
+from powercontext.client.transport import SECONDS_PER_ENTRY, scaled_timeout
 from powercontext.memory import (
     CapabilityNotSupportedError,
     InferenceTimeoutError,
@@ -194,7 +196,8 @@ def _count_503_writes(served: Served) -> float:
     return float(match.group(1)) if match else 0.0
 
 
-def test_writes_are_never_retried(bare_server: Served, fresh_scope: str) -> None:
+def test_writes_carry_a_key_so_they_are_retried(bare_server: Served, fresh_scope: str) -> None:
+    """The SDK keys every write, so a 503 is retried like a read (bounded)."""
     before = _count_503_writes(bare_server)
     blocker = sqlite3.connect(bare_server.db_path, isolation_level=None, timeout=0.1)
     try:
@@ -207,7 +210,53 @@ def test_writes_are_never_retried(bare_server: Served, fresh_scope: str) -> None
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
-    assert _count_503_writes(bare_server) == before + 1
+    assert _count_503_writes(bare_server) == before + 4  # the first try and three retries
+
+
+async def test_a_retried_write_returns_the_original_result(
+    open_server: Served, fresh_scope: str
+) -> None:
+    async with PowerContextClient(settings=_fast(open_server.url)) as client:
+        memory = client.memory.for_scope(fresh_scope)
+        batch = [RememberMemoryRequest(text=f"note {i}", idempotency_key="b-1") for i in range(3)]
+        first = await memory.remember_many(batch)
+        assert await memory.remember_many(batch) == first
+        assert await memory.head() == first.memory_ref
+        with pytest.raises(ApiIdempotencyConflictError) as clash:
+            await memory.remember_many([RememberMemoryRequest(text="x", idempotency_key="b-1")])
+        assert clash.value.status_code == 409 and clash.value.code == "idempotency_conflict"
+        # Without an explicit key the SDK sends a fresh one: two calls are two writes.
+        one = await memory.remember(RememberMemoryRequest(text="same text"))
+        two = await memory.remember(RememberMemoryRequest(text="same text"))
+        assert two.memory_ref.revision == one.memory_ref.revision + 1
+
+
+async def test_get_entry_by_id_and_history(open_server: Served, fresh_scope: str) -> None:
+    async with PowerContextClient(settings=_fast(open_server.url)) as client:
+        memory = client.memory.for_scope(fresh_scope)
+        first = (await memory.remember(RememberMemoryRequest(text="v one"))).entries[0]
+        await memory.revise(ReviseMemoryRequest(citation=first.citation, text="v two"))
+        assert (await memory.get_entry(first.entry_id)).text == "v two"
+        then = await memory.get_entry(first.entry_id, revision=1)
+        assert (then.citation, then.text) == (first.citation, "v one")
+        assert not then.active  # `active` is as of the head: it was revised since
+        history = await memory.history(first.entry_id, revision=1)
+        assert [c.op for c in history.changes] == ["add"]
+        assert history.active_version == then
+        with pytest.raises(NotFoundError):
+            await memory.get_entry("no-such-entry")
+    with SyncPowerContextClient(settings=_fast(open_server.url)) as sync:
+        scoped = sync.memory.for_scope(fresh_scope)
+        assert [c.op for c in scoped.history(first.entry_id).changes] == ["revise", "add"]
+        assert scoped.get_entry(first.entry_id, revision=1) == then
+
+
+def test_a_batch_timeout_grows_with_its_size() -> None:
+    base = httpx.Timeout(10.0, connect=2.0)
+    assert scaled_timeout(base, 1) == base
+    big = scaled_timeout(base, 50_001)
+    assert big.connect == 2.0
+    assert big.read == big.write == pytest.approx(10.0 + 50_000 * SECONDS_PER_ENTRY)
 
 
 def test_unreachable_server() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from powercontext.memory import RememberMemoryRequest
-from powercontext.memory import service as service_module
+from powercontext.memory import commit as commit_module
 from powercontext.memory.errors import RevisionConflictError
 from powercontext.memory.ports import MemoryStore, PlannedChange
 from powercontext.memory.service import MemoryService
@@ -37,13 +37,15 @@ class RivalFirstStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    async def commit(self, scope_id: str, head: int | None, changes: list[PlannedChange]) -> Any:
+    async def commit(
+        self, scope_id: str, head: int | None, changes: list[PlannedChange], **options: Any
+    ) -> Any:
         self.commits += 1
         if self.losses > 0:
             self.losses -= 1
             rival = self._rival.for_scope(scope_id)
             await rival.remember(RememberMemoryRequest(text=f"rival write {self.commits}"))
-        return await self._store.commit(scope_id, head, changes)
+        return await self._store.commit(scope_id, head, changes, **options)
 
 
 async def test_a_write_without_expected_revision_outlasts_many_lost_rounds(
@@ -75,7 +77,7 @@ async def test_a_write_with_expected_revision_still_fails_at_once(tmp_path: Path
 async def test_the_retry_is_bounded_by_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(service_module, "COMMIT_RETRY_SECONDS", 0.3)
+    monkeypatch.setattr(commit_module, "COMMIT_RETRY_SECONDS", 0.3)
     db = tmp_path / "shared.db"
     async with await SqliteMemoryStore.open(db) as mine, await SqliteMemoryStore.open(db) as theirs:
         raced = RivalFirstStore(mine, MemoryService(theirs), losses=10**9)

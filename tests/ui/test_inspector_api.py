@@ -132,16 +132,16 @@ def test_entries_and_history(inspector: Inspector) -> None:
             "/ui/api/history",
             json={"scope_id": SCOPE, "entry_id": inspector.seeded["revised_entry_id"]},
         ).json()
-        assert [c["op"] for c in revised["changes"]] == ["add", "revise"]
-        assert revised["changes"][1]["reason"] == "painted the pot"
+        assert [c["op"] for c in revised["changes"]] == ["revise", "add"]
+        assert revised["changes"][0]["reason"] == "painted the pot"
         versions = [(v["version"], v["text"], v["active"]) for v in revised["versions"]]
-        assert versions == [(1, REVISED_FROM, False), (2, REVISED_TO, True)]
+        assert versions == [(2, REVISED_TO, True), (1, REVISED_FROM, False)]
 
         retired = http.post(
             "/ui/api/history",
             json={"scope_id": SCOPE, "entry_id": inspector.seeded["retired_entry_id"]},
         ).json()
-        assert [c["op"] for c in retired["changes"]] == ["add", "retire"]
+        assert [c["op"] for c in retired["changes"]] == ["retire", "add"]
         assert [(v["text"], v["active"]) for v in retired["versions"]] == [(RETIRED, False)]
 
         unknown = http.post("/ui/api/history", json={"scope_id": SCOPE, "entry_id": "nope"})

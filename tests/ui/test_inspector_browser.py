@@ -120,7 +120,8 @@ def test_entries_and_their_revision_history(page: Any) -> None:
     page.wait_for_selector("#history-table tbody tr")
     history = page.locator("#history-table tbody tr")
     assert history.count() == 2
-    first, second = (history.nth(i).locator("td").all_text_contents() for i in range(2))
+    # Newest first, as every history surface answers.
+    second, first = (history.nth(i).locator("td").all_text_contents() for i in range(2))
     assert first[1:4] == ["add", "1", REVISED_FROM] and first[6] == "replaced"
     assert second[1:5] == ["revise", "2", REVISED_TO, "painted the pot"]
     assert second[6] == "current" and second[5].endswith(" UTC")

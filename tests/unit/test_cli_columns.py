@@ -112,11 +112,23 @@ def test_revise_reactivate_changes_head_and_history(env: dict[str, str]) -> None
 
     entry_id = first["entries"][0]["entry_id"]
     history = _json(env, "memory", "history", entry_id, "--scope", "p")
-    assert [c["op"] for c in history["changes"]] == ["add", "revise", "retire", "reactivate"]
+    assert [c["op"] for c in history["changes"]] == ["reactivate", "retire", "revise", "add"]
     # reactivate writes a new version with the retired one's content
     texts = [v["entry"]["text"] for v in history["versions"]]
-    assert texts == ["We deploy on Fridays.", "We deploy on Tuesdays.", "We deploy on Tuesdays."]
-    assert [v["written_by"]["op"] for v in history["versions"]] == ["add", "revise", "reactivate"]
+    assert texts == ["We deploy on Tuesdays.", "We deploy on Tuesdays.", "We deploy on Fridays."]
+    assert [v["written_by"]["op"] for v in history["versions"]] == ["reactivate", "revise", "add"]
+    at_three = _json(env, "memory", "history", entry_id, "--scope", "p", "--revision", "3")
+    assert [c["op"] for c in at_three["changes"]] == ["retire", "revise", "add"]
+    assert at_three["active_version"] is None
+    assert "no active version at revision 3" in _ok(
+        env, "memory", "history", entry_id, "--scope", "p", "--revision", "3"
+    )
+    by_id = _json(env, "memory", "get", entry_id, "--scope", "p", "--revision", "1")
+    assert (by_id["text"], by_id["citation"]["memory_ref"]["revision"]) == (
+        "We deploy on Fridays.",
+        1,
+    )
+    assert _json(env, "memory", "get", entry_id, "--scope", "p")["version"] == 3
     shown = _ok(env, "memory", "history", citation, "--scope", "p")  # a citation works too
     assert "3 versions" in shown and "+00:00" in shown  # timestamps carry their zone
     assert all(len(line.rstrip()) <= 80 for line in shown.splitlines()), shown

@@ -94,9 +94,14 @@ def test_errors_are_one_line_and_exit_non_zero(env: dict[str, str]) -> None:
     assert missing.exit_code == 1 and "not_found" in missing.stderr
 
     bad = runner.invoke(
-        app, ["memory", "get", "not-a-citation", "--scope", "p", "--local"], env=env
+        app, ["memory", "get", "not:a-citation", "--scope", "p", "--local"], env=env
     )
     assert bad.exit_code == 1 and "citation" in bad.stderr
+    # Without a colon the argument is an entry id, looked up at the head.
+    unknown = runner.invoke(
+        app, ["memory", "get", "no-such-entry", "--scope", "p", "--local"], env=env
+    )
+    assert unknown.exit_code == 1 and "not_found" in unknown.stderr
 
     none_env = env | {"POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL": "none"}
     runner.invoke(app, ["memory", "remember", "x y", "--scope", "p", "--local"], env=none_env)

@@ -7,6 +7,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
+from powercontext.memory.filters import MemoryFilter
+from powercontext.memory.history import MemoryEntryHistory
 from powercontext.memory.models import (
     MemoryChangesPage,
     MemoryCitation,
@@ -35,10 +37,21 @@ class CliMemory(Protocol):
     ) -> tuple[MemorySearchPage, ...]: ...
 
     async def list(
-        self, *, revision: int | None = None, cursor: str | None = None, limit: int = 100
+        self,
+        *,
+        revision: int | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+        where: MemoryFilter | None = None,
     ) -> MemoryEntriesPage: ...
 
     async def get(self, citation: MemoryCitation) -> MemoryEntry | None: ...
+
+    async def get_entry(self, entry_id: str, *, revision: int | None = None) -> MemoryEntry: ...
+
+    async def history(
+        self, entry_id: str, *, revision: int | None = None
+    ) -> MemoryEntryHistory: ...
 
     async def retire(self, request: RetireMemoryRequest) -> MemoryWriteResult: ...
 

@@ -9,14 +9,16 @@ from typing import Annotated
 
 import typer
 
-from powercontext.cli import output, revision_commands
+from powercontext.cli import output, revision_commands, scope_commands
 from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
 from powercontext.cli.memory_options import (
     Citation,
     Connection,
+    FilterOption,
     HitLimit,
     ModeName,
     Scope,
+    filter_object,
     memory_command,
     metadata_object,
 )
@@ -76,12 +78,22 @@ def search(
     scope: Scope,
     limit: HitLimit = 10,
     mode: ModeName = "auto",
+    revision: Annotated[
+        int | None, typer.Option(min=1, help="Search as of this revision (default the head).")
+    ] = None,
+    where: FilterOption = None,
     *,
     connection: Connection,
 ) -> None:
     """Search a scope; prints the final hits."""
     with fail_on_errors():
-        request = SearchMemoryRequest(query=query, limit=limit, mode=_mode(mode))
+        request = SearchMemoryRequest(
+            query=query,
+            limit=limit,
+            mode=_mode(mode),
+            revision=revision,
+            filter=filter_object(where),
+        )
     page = connection.run(scope, lambda m: m.search(request))
     output.print_search(page, connection.as_json)
 
@@ -140,13 +152,16 @@ def list_entries(
     limit: Annotated[int, typer.Option(min=1, max=1000, help="Entries per page.")] = 100,
     cursor: Annotated[str | None, typer.Option(help="`next_cursor` of the last page.")] = None,
     revision: Annotated[int | None, typer.Option(help="List this revision (default head).")] = None,
+    where: FilterOption = None,
     *,
     connection: Connection,
 ) -> None:
     """List the active entries of a scope, oldest first."""
+    with fail_on_errors():
+        parsed = filter_object(where)
     page = connection.run(
         scope,
-        lambda m: m.list(revision=revision, cursor=cursor, limit=limit),
+        lambda m: m.list(revision=revision, cursor=cursor, limit=limit, where=parsed),
     )
     output.print_entries(page, connection.as_json)
 
@@ -155,13 +170,24 @@ def list_entries(
 @memory_command
 def get(
     citation: Annotated[
-        str, typer.Argument(help="REVISION:ENTRY_ID:ENTRY_VERSION_ID, or a JSON citation.")
+        str,
+        typer.Argument(
+            help="REVISION:ENTRY_ID:ENTRY_VERSION_ID, a JSON citation, or an ENTRY_ID (its "
+            "version active at --revision, default the head)."
+        ),
     ],
     scope: Scope,
+    revision: Annotated[
+        int | None, typer.Option(min=1, help="With an ENTRY_ID: read as of this revision.")
+    ] = None,
     *,
     connection: Connection,
 ) -> None:
-    """Show the exact entry version a citation names."""
+    """Show the exact entry version a citation names, or an entry's version by its id."""
+    if ":" not in citation and not citation.lstrip().startswith("{"):
+        found = connection.run(scope, lambda m: m.get_entry(citation, revision=revision))
+        output.print_entry(found, connection.as_json)
+        return
     with fail_on_errors():
         cited = output.parse_citation(citation, scope)
     entry = connection.run(scope, lambda m: m.get(cited))
@@ -194,3 +220,4 @@ app.command()(revision_commands.reactivate)
 app.command()(revision_commands.changes)
 app.command()(revision_commands.head)
 app.command()(revision_commands.history)
+app.command()(scope_commands.scopes)

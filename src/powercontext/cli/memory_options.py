@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import ValidationError
 
 from powercontext.cli.backends import CliMemory, Target, open_memory
 from powercontext.cli.errors import fail_on_errors
 from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.filters import MemoryFilter
 
 T = TypeVar("T")
 
@@ -44,6 +46,13 @@ ApiKey = Annotated[
     ),
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+FilterOption = Annotated[
+    str | None,
+    typer.Option(
+        "--filter",
+        help='A JSON filter, e.g. \'{"kinds": ["fact"], "metadata": {"project": {"eq": "x"}}}\'.',
+    ),
+]
 HitLimit = Annotated[int, typer.Option(min=1, max=100, help="Maximum hits (per query).")]
 ModeName = Annotated[str, typer.Option(help="auto, fts, vector or hybrid.")]
 
@@ -112,3 +121,12 @@ def metadata_object(value: str | None) -> dict[str, Any]:
     if not isinstance(parsed, dict):
         raise MemoryValidationError("--metadata must be a JSON object")
     return parsed
+
+
+def filter_object(value: str | None) -> MemoryFilter | None:
+    if value is None:
+        return None
+    try:
+        return MemoryFilter.model_validate_json(value)
+    except ValidationError as exc:
+        raise MemoryValidationError(f"--filter: {exc.errors()[0]['msg']}") from exc

@@ -223,6 +223,8 @@ def print_history(history: MemoryEntryHistory, as_json: bool) -> None:
     console.print(Text("changes", style="bold"))
     for change in history.changes:
         console.print(Text(_change_line(change)), soft_wrap=True)
+    if history.active_version is None:
+        console.print(f"no active version at revision {history.memory_ref.revision} (retired)")
     if not history.complete:
         console.print("[yellow]the change log is longer than one lookup reads: history cut")
 

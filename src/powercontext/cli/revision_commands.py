@@ -19,7 +19,6 @@ from powercontext.cli.memory_options import (
     memory_command,
     metadata_object,
 )
-from powercontext.memory.history import entry_history
 from powercontext.memory.models import ReactivateMemoryRequest, ReviseMemoryRequest
 
 Reason = Annotated[str | None, typer.Option(help="Recorded in the change log.")]
@@ -108,11 +107,14 @@ def history(
         str, typer.Argument(help="An ENTRY_ID, or any citation of the entry (REVISION:ID:VERSION).")
     ],
     scope: Scope,
+    revision: Annotated[
+        int | None, typer.Option(min=1, help="Read the history as of this revision.")
+    ] = None,
     *,
     connection: Connection,
 ) -> None:
-    """Every version of one entry and every change that touched it, oldest first."""
+    """Every version of one entry and every change that touched it, newest first."""
     with fail_on_errors():
         entry_id = output.parse_citation(entry, scope).entry_id if ":" in entry else entry
-    found = connection.run(scope, lambda m: entry_history(m, entry_id))
+    found = connection.run(scope, lambda m: m.history(entry_id, revision=revision))
     output.print_history(found, connection.as_json)

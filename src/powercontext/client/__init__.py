@@ -11,6 +11,7 @@ from powercontext.client.client import PowerContextClient, SyncPowerContextClien
 from powercontext.client.errors import (
     ApiCapabilityNotSupportedError,
     ApiError,
+    ApiIdempotencyConflictError,
     ApiInferenceTimeoutError,
     ApiInferenceUnavailableError,
     ApiInvalidCursorError,
@@ -37,6 +38,7 @@ from powercontext.client.wire import HealthStatus, ReadinessCheck, ReadinessRepo
 __all__ = [
     "ApiCapabilityNotSupportedError",
     "ApiError",
+    "ApiIdempotencyConflictError",
     "ApiInferenceTimeoutError",
     "ApiInferenceUnavailableError",
     "ApiInvalidCursorError",

@@ -14,6 +14,7 @@ from powercontext.memory import errors as domain
 from powercontext.memory.error_codes import ERRORS
 from powercontext.memory.errors import (
     CapabilityNotSupportedError,
+    IdempotencyConflictError,
     InferenceTimeoutError,
     InferenceUnavailableError,
     InvalidCursorError,
@@ -97,6 +98,10 @@ class ApiRevisionConflictError(ApiError, RevisionConflictError):
         self.actual: int | None = self.details.get("actual_revision")
 
 
+class ApiIdempotencyConflictError(ApiError, IdempotencyConflictError):
+    pass
+
+
 class ApiInferenceTimeoutError(ApiError, InferenceTimeoutError):
     pass
 
@@ -125,6 +130,7 @@ _CLASSES: dict[str, type[ApiError]] = {
         ApiNotFoundError,
         ApiPayloadTooLargeError,
         ApiRevisionConflictError,
+        ApiIdempotencyConflictError,
         ApiInferenceTimeoutError,
         ApiInferenceUnavailableError,
         ApiInvalidInferenceOutputError,

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 from powercontext.client import wire
 from powercontext.client.transport import AsyncTransport, SyncTransport
+from powercontext.memory.filters import MemoryFilter
+from powercontext.memory.history import MemoryEntryHistory
 from powercontext.memory.models import (
     MemoryChangesPage,
     MemoryCitation,
@@ -21,6 +23,7 @@ from powercontext.memory.models import (
     SearchMemoryRequest,
 )
 from powercontext.memory.scoped import validate_scope_id
+from powercontext.memory.scopes import ScopeSummary
 
 
 class AsyncScopedMemoryClient:
@@ -65,10 +68,25 @@ class AsyncScopedMemoryClient:
     async def get(self, citation: MemoryCitation) -> MemoryEntry | None:
         return await self._t.run(wire.get(self.scope_id, citation))
 
+    async def get_entry(self, entry_id: str, *, revision: int | None = None) -> MemoryEntry:
+        """The version of `entry_id` active at `revision` (default the head); 404 otherwise."""
+        return await self._t.run(wire.get_entry(self.scope_id, entry_id, revision))
+
+    async def history(self, entry_id: str, *, revision: int | None = None) -> MemoryEntryHistory:
+        """Every version and change of one entry, newest first, as of `revision`."""
+        return await self._t.run(wire.history(self.scope_id, entry_id, revision))
+
     async def list(
-        self, *, revision: int | None = None, cursor: str | None = None, limit: int = 100
+        self,
+        *,
+        revision: int | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+        where: MemoryFilter | None = None,
     ) -> MemoryEntriesPage:
-        call = wire.list_entries(self.scope_id, revision=revision, cursor=cursor, limit=limit)
+        call = wire.list_entries(
+            self.scope_id, revision=revision, cursor=cursor, limit=limit, where=where
+        )
         return await self._t.run(call)
 
     async def changes(self, since_revision: int = 0, *, limit: int = 1000) -> MemoryChangesPage:
@@ -120,10 +138,25 @@ class SyncScopedMemoryClient:
     def get(self, citation: MemoryCitation) -> MemoryEntry | None:
         return self._t.run(wire.get(self.scope_id, citation))
 
+    def get_entry(self, entry_id: str, *, revision: int | None = None) -> MemoryEntry:
+        """The version of `entry_id` active at `revision` (default the head); 404 otherwise."""
+        return self._t.run(wire.get_entry(self.scope_id, entry_id, revision))
+
+    def history(self, entry_id: str, *, revision: int | None = None) -> MemoryEntryHistory:
+        """Every version and change of one entry, newest first, as of `revision`."""
+        return self._t.run(wire.history(self.scope_id, entry_id, revision))
+
     def list(
-        self, *, revision: int | None = None, cursor: str | None = None, limit: int = 100
+        self,
+        *,
+        revision: int | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+        where: MemoryFilter | None = None,
     ) -> MemoryEntriesPage:
-        call = wire.list_entries(self.scope_id, revision=revision, cursor=cursor, limit=limit)
+        call = wire.list_entries(
+            self.scope_id, revision=revision, cursor=cursor, limit=limit, where=where
+        )
         return self._t.run(call)
 
     def changes(self, since_revision: int = 0, *, limit: int = 1000) -> MemoryChangesPage:
@@ -140,6 +173,10 @@ class AsyncMemoryClient:
     def for_scope(self, scope_id: str) -> AsyncScopedMemoryClient:
         return AsyncScopedMemoryClient(self._t, validate_scope_id(scope_id))
 
+    async def scopes(self) -> tuple[ScopeSummary, ...]:
+        """The scopes this key may use, with head revision and entry count."""
+        return await self._t.run(wire.scopes())
+
 
 class SyncMemoryClient:
     def __init__(self, transport: SyncTransport) -> None:
@@ -147,3 +184,7 @@ class SyncMemoryClient:
 
     def for_scope(self, scope_id: str) -> SyncScopedMemoryClient:
         return SyncScopedMemoryClient(self._t, validate_scope_id(scope_id))
+
+    def scopes(self) -> tuple[ScopeSummary, ...]:
+        """The scopes this key may use, with head revision and entry count."""
+        return self._t.run(wire.scopes())

@@ -1,8 +1,12 @@
 """Sending a `Call` over httpx, with bounded retries of idempotent calls.
 
-Only an idempotent call (search, list, get, changes, head, health) is retried, and only after
-a 503 or a connection failure, with exponential backoff (a server's Retry-After is honoured up
-to the cap). A write is never retried: it may have been applied before the failure.
+Only an idempotent call (reads, and writes that carry an idempotency key, which the SDK adds
+by default) is retried, and only after a 503 or a connection failure, with exponential backoff
+(a server's Retry-After is honoured up to the cap). A keyed write that committed before the
+failure is answered with its original result, so the retry never writes it twice.
+
+A batch write's timeout grows with its size (`SECONDS_PER_ENTRY`): a large `remember_many`
+that embeds every entry must not time out on the client while the server is still working.
 """
 
 from __future__ import annotations
@@ -20,6 +24,20 @@ from powercontext.client.wire import Call
 
 T = TypeVar("T")
 _RETRY_STATUS = 503
+SECONDS_PER_ENTRY = 0.02
+"""Extra read/write timeout per entry of a batch, on top of the client's timeout."""
+
+
+def scaled_timeout(base: httpx.Timeout, entries: int) -> httpx.Timeout:
+    """`base` for one entry; each further entry adds SECONDS_PER_ENTRY to read and write."""
+    extra = SECONDS_PER_ENTRY * max(entries - 1, 0)
+
+    def grow(value: float | None) -> float | None:
+        return None if value is None else value + extra
+
+    return httpx.Timeout(
+        connect=base.connect, read=grow(base.read), write=grow(base.write), pool=base.pool
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +95,12 @@ class AsyncTransport:
         delays = self.policy.delays()
         while True:
             try:
-                response = await self.http.request(call.method, call.path, json=call.body)
+                response = await self.http.request(
+                    call.method,
+                    call.path,
+                    json=call.body,
+                    timeout=scaled_timeout(self.http.timeout, call.entries),
+                )
             except httpx.TransportError as exc:
                 delay = next(delays, None) if call.idempotent else None
                 if delay is None:
@@ -101,7 +124,12 @@ class SyncTransport:
         delays = self.policy.delays()
         while True:
             try:
-                response = self.http.request(call.method, call.path, json=call.body)
+                response = self.http.request(
+                    call.method,
+                    call.path,
+                    json=call.body,
+                    timeout=scaled_timeout(self.http.timeout, call.entries),
+                )
             except httpx.TransportError as exc:
                 delay = next(delays, None) if call.idempotent else None
                 if delay is None:

@@ -6,6 +6,7 @@ to parse a success into the runtime's own models. The async and the sync clients
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
@@ -13,7 +14,10 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.filters import MemoryFilter
+from powercontext.memory.history import MemoryEntryHistory
 from powercontext.memory.models import (
+    ChannelScore,
     MemoryChangesPage,
     MemoryCitation,
     MemoryEntriesPage,
@@ -29,6 +33,7 @@ from powercontext.memory.models import (
     ReviseMemoryRequest,
     SearchMemoryRequest,
 )
+from powercontext.memory.scopes import ScopeSummary
 
 T = TypeVar("T")
 IncludeRerank = Literal["none", "redacted"]
@@ -46,6 +51,8 @@ class Call(Generic[T]):
     """`get` mirrors the runtime: a citation that names nothing is None, not an error."""
     accept_unavailable: bool = False
     """`ready` answers 503 with a report, which is a result, not an error."""
+    entries: int = 1
+    """How many entries the call writes: the transport scales its timeout with it."""
 
 
 class HealthStatus(BaseModel):
@@ -70,6 +77,26 @@ class ReadinessReport(BaseModel):
         return self.status == "ready"
 
 
+W = TypeVar(
+    "W", RememberMemoryRequest, ReviseMemoryRequest, RetireMemoryRequest, ReactivateMemoryRequest
+)
+
+
+def _keyed(request: W) -> W:
+    """The request with an idempotency key: the caller's, or a fresh one. A keyed write is
+    safe to retry (the server answers a repeat with the original result), so the transport
+    retries it like a read."""
+    if request.idempotency_key is not None:
+        return request
+    return request.model_copy(update={"idempotency_key": uuid.uuid4().hex})
+
+
+def _write(path: str, scope_id: str, request: BaseModel) -> Call[MemoryWriteResult]:
+    return Call(
+        "POST", path, MemoryWriteResult.model_validate, _body(scope_id, request), idempotent=True
+    )
+
+
 def _body(scope_id: str, request: BaseModel, **extra: Any) -> dict[str, Any]:
     return {"scope_id": scope_id, **request.model_dump(mode="json", exclude_none=True), **extra}
 
@@ -92,6 +119,7 @@ def _search_page(payload: Any) -> MemorySearchPage:
             matched_by=tuple(hit["matched_by"]),
             thread=hit.get("thread"),
             occurred_at=hit.get("occurred_at"),
+            explain=tuple(ChannelScore.model_validate(e) for e in hit.get("explain", ())),
         )
         for hit in payload["hits"]
     )
@@ -115,9 +143,7 @@ def _head(payload: Any) -> MemoryRef | None:
 
 
 def remember(scope_id: str, request: RememberMemoryRequest) -> Call[MemoryWriteResult]:
-    return Call(
-        "POST", "/v1/memory/remember", MemoryWriteResult.model_validate, _body(scope_id, request)
-    )
+    return _write("/v1/memory/remember", scope_id, _keyed(request))
 
 
 def remember_many(
@@ -128,14 +154,26 @@ def remember_many(
     expected = {r.expected_revision for r in requests}
     if len(expected) > 1:
         raise MemoryValidationError("entries of one batch must share one expected_revision")
-    entries = [
-        r.model_dump(mode="json", exclude={"expected_revision"}, exclude_none=True)
-        for r in requests
-    ]
-    body: dict[str, Any] = {"scope_id": scope_id, "entries": entries}
+    keys = {r.idempotency_key for r in requests}
+    if len(keys) > 1:
+        raise MemoryValidationError("entries of one batch must share one idempotency_key")
+    batch_level = {"expected_revision", "idempotency_key"}
+    entries = [r.model_dump(mode="json", exclude=batch_level, exclude_none=True) for r in requests]
+    body: dict[str, Any] = {
+        "scope_id": scope_id,
+        "entries": entries,
+        "idempotency_key": _keyed(requests[0]).idempotency_key,
+    }
     if requests[0].expected_revision is not None:
         body["expected_revision"] = requests[0].expected_revision
-    return Call("POST", "/v1/memory/remember", MemoryWriteResult.model_validate, body)
+    return Call(
+        "POST",
+        "/v1/memory/remember",
+        MemoryWriteResult.model_validate,
+        body,
+        idempotent=True,
+        entries=len(requests),
+    )
 
 
 def search(
@@ -158,9 +196,15 @@ def search_batch(
 ) -> Call[tuple[MemorySearchPage, ...]]:
     if not requests:
         raise MemoryValidationError("a batch search needs at least one request")
+    # The batch route takes query, limit and mode per search; refuse rather than drop the rest.
+    batch_fields = {"query", "limit", "mode"}
+    if any(r.model_dump(exclude=batch_fields, exclude_none=True) for r in requests):
+        raise MemoryValidationError(
+            "a batch search takes query, limit and mode only (no revision, filter or floors)"
+        )
     body: dict[str, Any] = {
         "scope_id": scope_id,
-        "searches": [r.model_dump(mode="json") for r in requests],
+        "searches": [r.model_dump(mode="json", include=batch_fields) for r in requests],
     }
     if include_rerank != "none":
         body["include_rerank"] = include_rerank
@@ -172,9 +216,16 @@ def _batch_pages(payload: Any) -> tuple[MemorySearchPage, ...]:
 
 
 def list_entries(
-    scope_id: str, *, revision: int | None, cursor: str | None, limit: int
+    scope_id: str,
+    *,
+    revision: int | None,
+    cursor: str | None,
+    limit: int,
+    where: MemoryFilter | None = None,
 ) -> Call[MemoryEntriesPage]:
     body: dict[str, Any] = {"scope_id": scope_id, "limit": limit}
+    if where is not None:
+        body["filter"] = where.model_dump(mode="json", exclude_none=True)
     if revision is not None:
         body["revision"] = revision
     if cursor is not None:
@@ -195,26 +246,51 @@ def get(scope_id: str, citation: MemoryCitation) -> Call[MemoryEntry | None]:
     )
 
 
-def _entry_write(action: str, scope_id: str, request: BaseModel) -> Call[MemoryWriteResult]:
-    # Writes are never retried: not idempotent (a retried revise would conflict or repeat).
-    return Call(
-        "POST",
-        f"/v1/memory/entries/{action}",
-        MemoryWriteResult.model_validate,
-        _body(scope_id, request),
-    )
-
-
 def revise(scope_id: str, request: ReviseMemoryRequest) -> Call[MemoryWriteResult]:
-    return _entry_write("revise", scope_id, request)
+    return _write("/v1/memory/entries/revise", scope_id, _keyed(request))
 
 
 def retire(scope_id: str, request: RetireMemoryRequest) -> Call[MemoryWriteResult]:
-    return _entry_write("retire", scope_id, request)
+    return _write("/v1/memory/entries/retire", scope_id, _keyed(request))
 
 
 def reactivate(scope_id: str, request: ReactivateMemoryRequest) -> Call[MemoryWriteResult]:
-    return _entry_write("reactivate", scope_id, request)
+    return _write("/v1/memory/entries/reactivate", scope_id, _keyed(request))
+
+
+def _by_entry(scope_id: str, entry_id: str, revision: int | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"scope_id": scope_id, "entry_id": entry_id}
+    if revision is not None:
+        body["revision"] = revision
+    return body
+
+
+def get_entry(scope_id: str, entry_id: str, revision: int | None) -> Call[MemoryEntry]:
+    return Call(
+        "POST",
+        "/v1/memory/entries/by-id",
+        MemoryEntry.model_validate,
+        _by_entry(scope_id, entry_id, revision),
+        idempotent=True,
+    )
+
+
+def history(scope_id: str, entry_id: str, revision: int | None) -> Call[MemoryEntryHistory]:
+    return Call(
+        "POST",
+        "/v1/memory/entries/history",
+        MemoryEntryHistory.model_validate,
+        _by_entry(scope_id, entry_id, revision),
+        idempotent=True,
+    )
+
+
+def _scopes(payload: Any) -> tuple[ScopeSummary, ...]:
+    return tuple(ScopeSummary.model_validate(item) for item in payload["scopes"])
+
+
+def scopes() -> Call[tuple[ScopeSummary, ...]]:
+    return Call("GET", "/v1/scopes", _scopes, idempotent=True)
 
 
 def changes(scope_id: str, since_revision: int, limit: int) -> Call[MemoryChangesPage]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from powercontext.memory.errors import (
     CapabilityNotSupportedError,
     ForbiddenError,
+    IdempotencyConflictError,
     InferenceError,
     InferenceTimeoutError,
     InvalidCursorError,
@@ -60,6 +61,7 @@ ERRORS: tuple[ErrorSpec, ...] = (
     ErrorSpec("invalid_cursor", 422, InvalidCursorError, "ApiInvalidCursorError"),
     ErrorSpec("validation_error", 422, MemoryValidationError, "ApiValidationError"),
     ErrorSpec("revision_conflict", 409, RevisionConflictError, "ApiRevisionConflictError"),
+    ErrorSpec("idempotency_conflict", 409, IdempotencyConflictError, "ApiIdempotencyConflictError"),
     ErrorSpec("not_found", 404, NotFoundError, "ApiNotFoundError", framework_status=True),
     ErrorSpec(
         "payload_too_large",

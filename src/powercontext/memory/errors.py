@@ -90,3 +90,9 @@ class StorageError(PowerContextError):
     """The storage backend failed (disk full, read-only, unreachable). No partial write."""
 
     code = "storage_unavailable"
+
+
+class IdempotencyConflictError(PowerContextError):
+    """An idempotency key already recorded in this scope for a write with another body."""
+
+    code = "idempotency_conflict"

@@ -4,6 +4,9 @@ Built from the scope's change log, so it works on any Memory that offers `head`,
 `get`: the runtime's ScopedMemory and the SDK's scoped client alike (the inspector, the CLI and
 the MCP tools all use this one function). The log has no index by entry, so the lookup scans
 it, bounded by MAX_HISTORY_CHANGES; `complete` says whether the whole log was read.
+
+`revision` reads the history as it stood at that revision (default the head): later changes
+are left out and `active_version` is the version active then. Newest first throughout.
 """
 
 from __future__ import annotations
@@ -42,7 +45,8 @@ class EntryVersionRecord(BaseModel):
 
 
 class MemoryEntryHistory(BaseModel):
-    """Every change of one entry, oldest first, and each version it wrote."""
+    """Every change of one entry up to `memory_ref`, newest first, each version it wrote, and
+    the version active at `memory_ref` (None when the entry is retired there)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -50,23 +54,34 @@ class MemoryEntryHistory(BaseModel):
     entry_id: str
     changes: tuple[MemoryChange, ...]
     versions: tuple[EntryVersionRecord, ...]
+    active_version: MemoryEntry | None = None
     complete: bool
 
 
-async def entry_history(memory: HistoryReader, entry_id: str) -> MemoryEntryHistory:
-    """Raises NotFoundError when the scope is empty or no change names `entry_id`."""
+async def entry_history(
+    memory: HistoryReader, entry_id: str, revision: int | None = None
+) -> MemoryEntryHistory:
+    """Raises NotFoundError when the scope is empty, `revision` is past the head, or no change
+    up to it names `entry_id`."""
     head = await memory.head()
+    if head is None:
+        raise NotFoundError("no such entry in this scope")
+    at = head.revision if revision is None else revision
+    if not 1 <= at <= head.revision:
+        raise NotFoundError(f"scope {head.scope_id!r} has no revision {at}")
+    ref = MemoryRef(scope_id=head.scope_id, revision=at)
     changes: list[MemoryChange] = []
     since, scanned = 0, 0
-    while head is not None and scanned < MAX_HISTORY_CHANGES:
+    while since < at and scanned < MAX_HISTORY_CHANGES:
         page = await memory.changes(since, limit=_PAGE)
         if not page.changes:
             break
         scanned += len(page.changes)
-        changes += [change for change in page.changes if change.entry_id == entry_id]
+        changes += [c for c in page.changes if c.entry_id == entry_id and c.revision <= at]
         since = page.next_since_revision
-    if head is None or not changes:
+    if not changes:
         raise NotFoundError("no such entry in this scope")
+    changes.reverse()
     versions: list[EntryVersionRecord] = []
     seen: set[str] = set()
     for change in changes:
@@ -74,14 +89,19 @@ async def entry_history(memory: HistoryReader, entry_id: str) -> MemoryEntryHist
         if change.op == "retire" or version_id in seen:
             continue
         seen.add(version_id)
-        cited = MemoryCitation(memory_ref=head, entry_id=entry_id, entry_version_id=version_id)
+        cited = MemoryCitation(memory_ref=ref, entry_id=entry_id, entry_version_id=version_id)
         entry = await memory.get(cited)
         if entry is not None:
             versions.append(EntryVersionRecord(entry=entry, written_by=change))
+    # The newest change decides: a retire leaves no active version, any other op wrote it.
+    active = None
+    if changes[0].op != "retire" and versions:
+        active = versions[0].entry
     return MemoryEntryHistory(
-        memory_ref=head,
+        memory_ref=ref,
         entry_id=entry_id,
         changes=tuple(changes),
         versions=tuple(versions),
+        active_version=active,
         complete=scanned < MAX_HISTORY_CHANGES,
     )

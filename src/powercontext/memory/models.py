@@ -120,6 +120,22 @@ Thread = Annotated[str, Field(max_length=MAX_THREAD_CHARS), AfterValidator(_chec
 OccurredAt = Annotated[datetime, AfterValidator(_check_occurred_at)]
 """When the remembered event happened (UTC); defaults to the write time."""
 Reason = Annotated[str, Field(max_length=MAX_REASON_CHARS)]
+MAX_IDEMPOTENCY_KEY_CHARS = 256
+
+
+def _check_idempotency_key(value: str) -> str:
+    _check_unicode(value, "idempotency_key")
+    if not value.strip():
+        raise ValueError("idempotency_key must not be blank")
+    return value
+
+
+IdempotencyKey = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS),
+    AfterValidator(_check_idempotency_key),
+]
+"""A client-chosen key: a retry with the same key and body returns the original result."""
 
 
 class _Frozen(BaseModel):
@@ -159,6 +175,7 @@ class RememberMemoryRequest(_Frozen):
     occurred_at: OccurredAt | None = None
     """When the remembered event happened; None means the write time."""
     expected_revision: int | None = Field(default=None, ge=0)
+    idempotency_key: IdempotencyKey | None = None
     reason: Reason | None = None
 
 
@@ -169,24 +186,35 @@ class ReviseMemoryRequest(_Frozen):
     metadata: Metadata | None = None
     reason: Reason | None = None
     expected_revision: int | None = Field(default=None, ge=0)
+    idempotency_key: IdempotencyKey | None = None
 
 
 class RetireMemoryRequest(_Frozen):
     citation: MemoryCitation
     reason: Reason | None = None
     expected_revision: int | None = Field(default=None, ge=0)
+    idempotency_key: IdempotencyKey | None = None
 
 
 class ReactivateMemoryRequest(_Frozen):
     citation: MemoryCitation
     reason: Reason | None = None
     expected_revision: int | None = Field(default=None, ge=0)
+    idempotency_key: IdempotencyKey | None = None
 
 
 class SearchMemoryRequest(_Frozen):
     query: QueryText
     limit: int = Field(default=10, ge=1, le=100)
     mode: SearchMode = "auto"
+    revision: int | None = Field(default=None, ge=1)
+    """As-of search: exactly what the scope held at this revision (default the head)."""
+    min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
+    """Vector channel floor on cosine similarity (default the deployment's min_similarity)."""
+    min_score: float | None = Field(default=None, allow_inf_nan=False)
+    """Full-text channel floor on the raw BM25 score (default none)."""
+    filter: MemoryFilter | None = None
+    """Only versions matching it are candidates, in every channel, before its top-k."""
 
 
 class MemoryEntry(_Frozen):
@@ -207,6 +235,16 @@ class MemoryEntry(_Frozen):
     older server)."""
 
 
+class ChannelScore(_Frozen):
+    """Why a hit was found by one channel: its rank there (1 = best among the candidates the
+    channel admitted) and the channel's raw score (`fts`: BM25, higher is better; `vector`:
+    cosine similarity with the query)."""
+
+    channel: Channel
+    rank: int = Field(ge=1)
+    score: float
+
+
 class MemoryHit(_Frozen):
     memory_ref: MemoryRef
     entry_id: str
@@ -218,6 +256,8 @@ class MemoryHit(_Frozen):
     matched_by: tuple[Channel, ...]
     thread: str | None = None
     occurred_at: datetime | None = None
+    explain: tuple[ChannelScore, ...] = ()
+    """Per channel that found the hit: its rank and raw score there (`score` is the fused one)."""
 
     @property
     def citation(self) -> MemoryCitation:
@@ -354,3 +394,10 @@ class MemoryEntriesPage(_Frozen):
     memory_ref: MemoryRef | None
     entries: tuple[MemoryEntry, ...]
     next_cursor: str | None = None
+
+
+# The filter model uses this module's field types (Kind), so it is imported last and the
+# request that names it is completed here.
+from powercontext.memory.filters import MemoryFilter  # noqa: E402
+
+SearchMemoryRequest.model_rebuild()

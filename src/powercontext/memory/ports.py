@@ -10,6 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import (
     ChangeOp,
     EmbeddingProfile,
@@ -88,6 +89,24 @@ class CommitResult:
 
 
 @dataclass(frozen=True, slots=True)
+class IdempotencyClaim:
+    """A write's idempotency key and the hash of its body, recorded in the commit itself."""
+
+    key: str
+    body_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotentWrite:
+    """What a committed idempotency key recorded: enough to answer a retry with the original
+    result (the revision and the row keys of the versions it wrote, in write order)."""
+
+    body_hash: str
+    revision: int
+    keys: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class FtsCandidate:
     key: int
     score: float
@@ -113,9 +132,24 @@ class MemoryStore(Protocol):
     async def head(self, scope_id: str) -> int | None: ...
 
     async def commit(
-        self, scope_id: str, expected_head: int | None, changes: Sequence[PlannedChange]
+        self,
+        scope_id: str,
+        expected_head: int | None,
+        changes: Sequence[PlannedChange],
+        *,
+        idempotency: IdempotencyClaim | None = None,
     ) -> CommitResult:
-        """Raise RevisionConflictError when the head moved or a retired version is gone."""
+        """Raise RevisionConflictError when the head moved, a retired version is gone, or the
+        idempotency key is already recorded in this scope (it is stored in the same
+        transaction as the revision, so a committed write always has its key)."""
+        ...
+
+    async def idempotent_write(self, scope_id: str, key: str) -> IdempotentWrite | None:
+        """The write recorded under `key` in this scope, if any."""
+        ...
+
+    async def entry_versions(self, scope_id: str, entry_id: str) -> list[StoredVersion]:
+        """Every version of one entry, ascending by version (empty when it does not exist)."""
         ...
 
     async def latest_version(self, scope_id: str, entry_id: str) -> StoredVersion | None: ...
@@ -127,9 +161,16 @@ class MemoryStore(Protocol):
     ) -> dict[int, StoredVersion]: ...
 
     async def list_versions(
-        self, scope_id: str, revision: int, *, after_key: int | None, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        *,
+        after_key: int | None,
+        limit: int,
+        where: MemoryFilter | None = None,
     ) -> list[StoredVersion]:
-        """Versions active at `revision`, ascending by key, after `after_key`."""
+        """Versions active at `revision` (and matching `where`), ascending by key, after
+        `after_key`."""
         ...
 
     async def changes(
@@ -144,15 +185,25 @@ class MemoryStore(Protocol):
         *,
         limit: int,
         fields: FieldWeights | None = None,
+        where: MemoryFilter | None = None,
     ) -> list[FtsCandidate]:
         """Versions active at `revision` containing any of `terms` in any field, best first,
-        each field weighted as `fields` says (see search.fields; None: the defaults)."""
+        each field weighted as `fields` says (see search.fields; None: the defaults). `where`
+        is applied before the top `limit` are chosen."""
         ...
 
     async def vector_candidates(
-        self, scope_id: str, revision: int, profile_id: str, query: Vector, *, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        profile_id: str,
+        query: Vector,
+        *,
+        limit: int,
+        where: MemoryFilter | None = None,
     ) -> list[VectorCandidate]:
-        """Nearest versions active at `revision` by cosine similarity, best first."""
+        """Nearest versions active at `revision` by cosine similarity, best first. `where`
+        is applied before the nearest `limit` are chosen."""
         ...
 
     async def missing_vector_count(self, scope_id: str, revision: int, profile_id: str) -> int:
@@ -194,6 +245,10 @@ class MemoryStore(Protocol):
         ...
 
     async def scope_ids(self) -> list[str]: ...
+
+    async def active_count(self, scope_id: str, revision: int) -> int:
+        """How many entry versions are active at `revision` (0 for an unknown one)."""
+        ...
 
     async def close(self) -> None: ...
 

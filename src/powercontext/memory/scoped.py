@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from pydantic import TypeAdapter, ValidationError
 
 from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.filters import MemoryFilter
+from powercontext.memory.history import MemoryEntryHistory, entry_history
 from powercontext.memory.models import (
     MemoryChangesPage,
     MemoryCitation,
@@ -71,11 +73,26 @@ class ScopedMemory:
     async def get(self, citation: MemoryCitation) -> MemoryEntry | None:
         return await self._service.get(self.scope_id, citation)
 
+    async def get_entry(self, entry_id: str, *, revision: int | None = None) -> MemoryEntry:
+        """The version of `entry_id` active at `revision` (default the head); NotFoundError
+        when it does not exist or is retired then."""
+        return await self._service.get_entry(self.scope_id, entry_id, revision=revision)
+
+    async def history(self, entry_id: str, *, revision: int | None = None) -> MemoryEntryHistory:
+        """Every version and change of one entry, newest first, as of `revision`."""
+        return await entry_history(self, entry_id, revision)
+
     async def list(
-        self, *, revision: int | None = None, cursor: str | None = None, limit: int = 100
+        self,
+        *,
+        revision: int | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+        where: MemoryFilter | None = None,
     ) -> MemoryEntriesPage:
+        """Entries active at `revision` (default the head) that match `where`, by key."""
         return await self._service.list(
-            self.scope_id, revision=revision, cursor=cursor, limit=limit
+            self.scope_id, revision=revision, cursor=cursor, limit=limit, where=where
         )
 
     async def changes(self, since_revision: int = 0, *, limit: int = 1000) -> MemoryChangesPage:

@@ -13,9 +13,14 @@ from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from powercontext.memory.backfill import warn_auto_served_fts
-from powercontext.memory.errors import CapabilityNotSupportedError
+from powercontext.memory.errors import (
+    CapabilityNotSupportedError,
+    MemoryValidationError,
+    NotFoundError,
+)
 from powercontext.memory.models import (
     Channel,
+    ChannelScore,
     MemoryHit,
     MemoryRef,
     MemoryRerankTrace,
@@ -30,7 +35,7 @@ from powercontext.memory.search.admission import admit_fts, admit_vector
 from powercontext.memory.search.analyze import analyze, query_terms
 from powercontext.memory.search.candidates import CandidateChoice
 from powercontext.memory.search.fields import SPEAKER_PREFIX
-from powercontext.memory.search.fusion import FusedCandidate, fuse_rrf
+from powercontext.memory.search.fusion import FusedCandidate, channel_scores, fuse_rrf
 from powercontext.memory.search.modes import (
     channel_limit,
     coarse_limit,
@@ -66,6 +71,15 @@ async def run_search_batch(
     if config.timeout_seconds is not None:
         deadline = asyncio.get_running_loop().time() + config.timeout_seconds
     head = await store.head(scope_id)
+    revisions = {r.revision for r in requests}
+    if len(revisions) > 1:
+        raise MemoryValidationError("the searches of one batch must name one revision")
+    (revision,) = revisions
+    if revision is not None:
+        # As-of search: every channel reads this one revision, as they read the head otherwise.
+        if head is None or revision > head:
+            raise NotFoundError(f"scope {scope_id!r} has no revision {revision}")
+        head = revision
     profile = embedder.profile if embedder is not None else None
     missing = 0
     if head is not None and profile is not None and any(r.mode != "fts" for r in requests):
@@ -168,21 +182,36 @@ async def _search_at(
         if not uses_fts(mode) or not terms:
             return []
         return await store.fts_candidates(
-            scope_id, head, terms, limit=per_channel, fields=config.fields
+            scope_id, head, terms, limit=per_channel, fields=config.fields, where=request.filter
         )
 
     async def vector() -> list[VectorCandidate]:
         if query_vector is None or profile is None or not uses_vector(mode):
             return []
         return await store.vector_candidates(
-            scope_id, head, profile.profile_id, query_vector, limit=per_channel
+            scope_id,
+            head,
+            profile.profile_id,
+            query_vector,
+            limit=per_channel,
+            where=request.filter,
         )
 
     fts_found, vector_found = await asyncio.gather(fts(), vector())
+    if request.min_score is not None:
+        fts_found = [c for c in fts_found if c.score >= request.min_score]
+    floor = config.min_similarity if request.min_similarity is None else request.min_similarity
     admitted: dict[Channel, list[int]] = {
         "fts": admit_fts(fts_found, terms),
-        "vector": admit_vector(vector_found, config.min_similarity),
+        "vector": admit_vector(vector_found, floor),
     }
+    explained = channel_scores(
+        admitted,
+        {
+            "fts": {c.key: c.score for c in fts_found},
+            "vector": {c.key: c.similarity for c in vector_found},
+        },
+    )
     named = named_participants(terms, fts_found) if config.participant_boost > 0 else frozenset()
     fused = fuse_rrf(
         admitted,
@@ -193,7 +222,7 @@ async def _search_at(
     if named:
         speakers = await _speakers(service, scope_id, fused, fts_found)
         fused = favour_participants(fused, speakers, named, config.participant_boost, coarse)
-    pool = await _hits(service, scope_id, head, fused)
+    pool = await _hits(service, scope_id, head, fused, explained)
     ref = MemoryRef(scope_id=scope_id, revision=head)
     if reranker is None or not pool:
         return MemorySearchPage(memory_ref=ref, mode=mode, hits=pool[: request.limit])
@@ -228,7 +257,11 @@ async def _speakers(
 
 
 async def _hits(
-    service: MemoryService, scope_id: str, revision: int, fused: list[FusedCandidate]
+    service: MemoryService,
+    scope_id: str,
+    revision: int,
+    fused: list[FusedCandidate],
+    explained: dict[int, tuple[ChannelScore, ...]],
 ) -> tuple[MemoryHit, ...]:
     if not fused:
         return ()
@@ -246,6 +279,7 @@ async def _hits(
             matched_by=f.matched_by,
             thread=row.thread,
             occurred_at=row.event_time,
+            explain=explained.get(f.key, ()),
         )
         for f in fused
         if (row := stored.get(f.key)) is not None

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
-import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from powercontext.memory.commit import Planner, commit_planned
 from powercontext.memory.cursors import decode_cursor, encode_cursor
+from powercontext.memory.entries import entry_at, entry_from_stored
 from powercontext.memory.errors import (
     InvalidCursorError,
     MemoryValidationError,
@@ -22,6 +22,8 @@ from powercontext.memory.errors import (
     PayloadTooLargeError,
     RevisionConflictError,
 )
+from powercontext.memory.filters import MemoryFilter
+from powercontext.memory.idempotency import claim_for, replay
 from powercontext.memory.indexing.context import IndexSource, IndexTextConfig, fts_tokens
 from powercontext.memory.indexing.profile import IndexProfiles, index_profile
 from powercontext.memory.indexing.rebuild import rebuild_scope
@@ -44,6 +46,8 @@ from powercontext.memory.models import (
 )
 from powercontext.memory.ports import (
     EmbeddingModel,
+    IdempotencyClaim,
+    IdempotentWrite,
     MemoryReranker,
     MemoryStore,
     NewVersion,
@@ -51,17 +55,12 @@ from powercontext.memory.ports import (
     StoredVersion,
 )
 from powercontext.memory.scoped import ScopedMemory, validate_scope_id
+from powercontext.memory.scopes import ScopeSummary, scope_summaries
 from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.candidates import CandidatePolicy
 from powercontext.memory.search.fields import FieldWeights
 from powercontext.memory.searching import run_search, run_search_batch
 
-Planner = Callable[[], Awaitable[list[PlannedChange]]]
-COMMIT_RETRY_SECONDS = 30.0
-"""How long a write without expected_revision keeps retrying a lost CAS (another process
-committed first). A count would not do: with N writers sharing a database, losing 5 rounds in a
-row is routine, and the caller asked for 'whatever the head is', which always exists."""
-_BACKOFF_SECONDS = (0.001, 0.05)
 log = logging.getLogger("powercontext.memory")
 
 
@@ -102,25 +101,6 @@ class SearchObservation:
 
 
 SearchObserver = Callable[[SearchObservation], None]
-
-
-def _entry(scope_id: str, revision: int, stored: StoredVersion) -> MemoryEntry:
-    ref = MemoryRef(scope_id=scope_id, revision=revision)
-    return MemoryEntry(
-        citation=MemoryCitation(
-            memory_ref=ref, entry_id=stored.entry_id, entry_version_id=stored.entry_version_id
-        ),
-        entry_id=stored.entry_id,
-        entry_version_id=stored.entry_version_id,
-        version=stored.version,
-        kind=stored.kind,
-        text=stored.text,
-        metadata=stored.metadata,
-        created_at=stored.created_at,
-        active=stored.removed_revision is None,
-        thread=stored.thread,
-        occurred_at=stored.event_time,
-    )
 
 
 class MemoryService:
@@ -182,48 +162,6 @@ class MemoryService:
             occurred_at=source.occurred_at,
         )
 
-    async def _commit(
-        self,
-        scope_id: str,
-        expected_revision: int | None,
-        plan: Planner,
-    ) -> tuple[int, list[NewVersion], list[int]]:
-        """Plan and commit under the scope lock; retry a lost CAS only when no revision was
-        expected (the caller asked for 'whatever the head is')."""
-        async with self._lock(scope_id):
-            give_up = time.monotonic() + COMMIT_RETRY_SECONDS
-            attempts = 0
-            while True:
-                attempts += 1
-                head = await self.store.head(scope_id)
-                if expected_revision is not None and expected_revision != (head or 0):
-                    raise RevisionConflictError(
-                        f"scope {scope_id!r} is at revision {head or 0}, "
-                        f"expected {expected_revision}",
-                        expected=expected_revision,
-                        actual=head or 0,
-                    )
-                changes = await plan()
-                try:
-                    result = await self.store.commit(scope_id, head, changes)
-                except RevisionConflictError:
-                    if expected_revision is not None:
-                        raise
-                    if time.monotonic() >= give_up:
-                        raise RevisionConflictError(
-                            f"scope {scope_id!r} kept changing; gave up after {attempts} "
-                            f"attempts in {COMMIT_RETRY_SECONDS:g} s",
-                            expected=None,
-                            actual=None,
-                        ) from None
-                    # Jittered and growing: writers in other processes that lost the same
-                    # round must not collide again in lockstep.
-                    low, high = _BACKOFF_SECONDS
-                    await asyncio.sleep(random.uniform(low, min(high, low * 2**attempts)))
-                    continue
-                news = [c.new for c in changes if c.new is not None]
-                return result.revision, news, list(result.keys)
-
     async def remember_many(
         self, scope_id: str, requests: Sequence[RememberMemoryRequest]
     ) -> MemoryWriteResult:
@@ -237,6 +175,7 @@ class MemoryService:
         expected = {r.expected_revision for r in requests}
         if len(expected) > 1:
             raise MemoryValidationError("entries of one batch must share one expected_revision")
+        claim = claim_for("remember", requests)
 
         sources = [source_of(request) for request in requests]
         planned: list[WriteIndex] = []
@@ -254,7 +193,9 @@ class MemoryService:
                 for r, source, tokens in zip(requests, sources, index.tokens, strict=True)
             ]
 
-        return await self._write(scope_id, requests[0].expected_revision, plan, lambda: planned[0])
+        return await self._write(
+            scope_id, requests[0].expected_revision, plan, claim, lambda: planned[0]
+        )
 
     async def _current(self, scope_id: str, citation: MemoryCitation) -> StoredVersion:
         if citation.memory_ref.scope_id != scope_id:
@@ -296,7 +237,9 @@ class MemoryService:
                 )
             ]
 
-        return await self._write(scope_id, request.expected_revision, plan)
+        return await self._write(
+            scope_id, request.expected_revision, plan, claim_for(type(request).__name__, [request])
+        )
 
     async def retire(self, scope_id: str, request: RetireMemoryRequest) -> MemoryWriteResult:
         async def plan() -> list[PlannedChange]:
@@ -311,7 +254,9 @@ class MemoryService:
                 )
             ]
 
-        return await self._write(scope_id, request.expected_revision, plan)
+        return await self._write(
+            scope_id, request.expected_revision, plan, claim_for(type(request).__name__, [request])
+        )
 
     async def reactivate(
         self, scope_id: str, request: ReactivateMemoryRequest
@@ -323,16 +268,26 @@ class MemoryService:
             new = self._new_version(current.entry_id, current.version + 1, source_of(current))
             return [PlannedChange(op="reactivate", new=new, reason=request.reason)]
 
-        return await self._write(scope_id, request.expected_revision, plan)
+        return await self._write(
+            scope_id, request.expected_revision, plan, claim_for(type(request).__name__, [request])
+        )
 
     async def _write(
         self,
         scope_id: str,
         expected: int | None,
         plan: Planner,
+        claim: IdempotencyClaim | None,
         planned: Callable[[], WriteIndex] | None = None,
     ) -> MemoryWriteResult:
-        revision, news, keys = await self._commit(scope_id, expected, plan)
+        committed = await commit_planned(
+            self.store, self._lock(scope_id), scope_id, expected, plan, claim
+        )
+        if isinstance(committed, IdempotentWrite):
+            return await replay(
+                self.store, scope_id, committed, await self.indexer.pending(scope_id)
+            )
+        revision, news, keys = committed
         await self.profiles.record(scope_id, revision)
         if planned is None:  # revise, reactivate: one version, indexed alone
             pending = await self.indexer.embed_new(scope_id, list(zip(keys, news, strict=True)))
@@ -342,7 +297,7 @@ class MemoryService:
             new = list(zip(keys, index.embeddings, strict=True))
             pending = await self.indexer.embed_items(scope_id, new, index.re_embed)
         stored = await self.store.fetch_versions(scope_id, keys)
-        entries = tuple(_entry(scope_id, revision, stored[key]) for key in keys)
+        entries = tuple(entry_from_stored(scope_id, revision, stored[key]) for key in keys)
         return MemoryWriteResult(
             memory_ref=MemoryRef(scope_id=scope_id, revision=revision),
             entries=entries,
@@ -386,7 +341,13 @@ class MemoryService:
         revision = citation.memory_ref.revision
         if revision < stored.added_revision or revision > (await self.store.head(scope_id) or 0):
             return None
-        return _entry(scope_id, revision, stored)
+        return entry_from_stored(scope_id, revision, stored)
+
+    async def get_entry(
+        self, scope_id: str, entry_id: str, *, revision: int | None = None
+    ) -> MemoryEntry:
+        """The version of `entry_id` active at `revision` (default the head)."""
+        return await entry_at(self.store, scope_id, entry_id, revision)
 
     async def list(
         self,
@@ -395,6 +356,7 @@ class MemoryService:
         revision: int | None = None,
         cursor: str | None = None,
         limit: int = 100,
+        where: MemoryFilter | None = None,
     ) -> MemoryEntriesPage:
         if not 1 <= limit <= 1000:
             raise MemoryValidationError("limit must be between 1 and 1000")
@@ -405,10 +367,12 @@ class MemoryService:
         if not 1 <= at <= head:
             raise NotFoundError(f"scope {scope_id!r} has no revision {at}")
         after = await self._cursor_key(scope_id, cursor, at)
-        rows = await self.store.list_versions(scope_id, at, after_key=after, limit=limit + 1)
+        rows = await self.store.list_versions(
+            scope_id, at, after_key=after, limit=limit + 1, where=where
+        )
         more = len(rows) > limit
         rows = rows[:limit]
-        entries = tuple(_entry(scope_id, at, row) for row in rows)
+        entries = tuple(entry_from_stored(scope_id, at, row) for row in rows)
         next_cursor = encode_cursor(at, rows[-1].entry_version_id) if more and rows else None
         return MemoryEntriesPage(
             memory_ref=MemoryRef(scope_id=scope_id, revision=at),
@@ -438,6 +402,10 @@ class MemoryService:
             changes=tuple(changes),
             next_since_revision=next_since,
         )
+
+    async def scopes(self, allows: Callable[[str], bool] | None = None) -> tuple[ScopeSummary, ...]:
+        """The scopes `allows` admits (all by default), with head revision and entry count."""
+        return await scope_summaries(self.store, allows)
 
     async def head(self, scope_id: str) -> MemoryRef | None:
         head = await self.store.head(scope_id)

@@ -1,15 +1,55 @@
-"""The request of an entry's history (the inspector's /ui/api/history and the MCP tool)."""
+"""One entry by id and its history: requests and responses (v1 routes, inspector, MCP)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from powercontext.memory.models import ScopeId
-from powercontext.server.schemas import MAX_ID_CHARS
+from powercontext.server.schemas import (
+    MAX_ID_CHARS,
+    ChangeModel,
+    EntryModel,
+    MemoryRefModel,
+    WireScopeId,
+    _int_field,
+    _Wire,
+)
+
+_REVISION = "Read as of this revision (default the head); 404 when the scope has not reached it."
 
 
-class HistoryRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class HistoryRequest(_Wire):
+    """Every version of one entry and every change that touched it, newest first."""
 
-    scope_id: ScopeId
-    entry_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    scope_id: WireScopeId = Field(description="The scope.")
+    entry_id: str = Field(
+        min_length=1, max_length=MAX_ID_CHARS, description="The entry (from any citation)."
+    )
+    revision: int | None = _int_field(None, ge=1, description=_REVISION)
+
+
+class EntryByIdRequest(_Wire):
+    """The version of one entry active at a revision (404 when none is active then)."""
+
+    scope_id: WireScopeId = Field(description="The scope.")
+    entry_id: str = Field(
+        min_length=1, max_length=MAX_ID_CHARS, description="The entry (from any citation)."
+    )
+    revision: int | None = _int_field(None, ge=1, description=_REVISION)
+
+
+class EntryVersionModel(_Wire):
+    entry: EntryModel = Field(description="The version, cited at the history's revision.")
+    written_by: ChangeModel = Field(description="The change that wrote it.")
+
+
+class EntryHistoryModel(_Wire):
+    memory_ref: MemoryRefModel = Field(description="The revision the history is read at.")
+    entry_id: str = Field(description="The entry.")
+    changes: list[ChangeModel] = Field(description="Every change of the entry, newest first.")
+    versions: list[EntryVersionModel] = Field(description="Every version, newest first.")
+    active_version: EntryModel | None = Field(
+        default=None, description="The version active at `memory_ref`; null when retired."
+    )
+    complete: bool = Field(
+        description="False when the change log was too long to read whole (history cut)."
+    )

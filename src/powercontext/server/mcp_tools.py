@@ -15,18 +15,22 @@ from mcp.types import Tool, ToolAnnotations
 from pydantic import BaseModel
 
 from powercontext.memory.errors import NotFoundError
-from powercontext.memory.history import MemoryEntryHistory, entry_history
+from powercontext.memory.history import entry_history
 from powercontext.memory.models import (
     MemoryCitation,
     ReactivateMemoryRequest,
     RememberMemoryRequest,
     RetireMemoryRequest,
     ReviseMemoryRequest,
-    SearchMemoryRequest,
 )
 from powercontext.memory.scoped import ScopedMemory
-from powercontext.server.history import HistoryRequest
-from powercontext.server.routes import batch_search_response, run_batch_search, search_response
+from powercontext.server.history import EntryByIdRequest, EntryHistoryModel, HistoryRequest
+from powercontext.server.routes import (
+    batch_search_response,
+    run_batch_search,
+    search_request,
+    search_response,
+)
 from powercontext.server.schemas import (
     BatchSearchRequest,
     BatchSearchResponse,
@@ -102,7 +106,8 @@ async def _remember(memory: ScopedMemory, body: RememberOneRequest) -> BaseModel
 async def _remember_batch(memory: ScopedMemory, body: RememberBatchRequest) -> BaseModel:
     batch = [
         RememberMemoryRequest.model_validate(
-            entry.model_dump() | {"expected_revision": body.expected_revision}
+            entry.model_dump()
+            | {"expected_revision": body.expected_revision, "idempotency_key": body.idempotency_key}
         )
         for entry in body.entries
     ]
@@ -110,9 +115,7 @@ async def _remember_batch(memory: ScopedMemory, body: RememberBatchRequest) -> B
 
 
 async def _search(memory: ScopedMemory, body: SearchRequest) -> BaseModel:
-    page = await memory.search(
-        SearchMemoryRequest(query=body.query, limit=body.limit, mode=body.mode)
-    )
+    page = await memory.search(search_request(body))
     return search_response(page)
 
 
@@ -121,7 +124,9 @@ async def _search_batch(memory: ScopedMemory, body: BatchSearchRequest) -> BaseM
 
 
 async def _list(memory: ScopedMemory, body: ListEntriesRequest) -> BaseModel:
-    page = await memory.list(revision=body.revision, cursor=body.cursor, limit=body.limit)
+    page = await memory.list(
+        revision=body.revision, cursor=body.cursor, limit=body.limit, where=body.filter
+    )
     return EntriesPageModel.model_validate(page.model_dump())
 
 
@@ -144,6 +149,7 @@ def _state_change(body: RetireEntryRequest) -> dict[str, Any]:
         "citation": _citation(body.citation),
         "reason": body.reason,
         "expected_revision": body.expected_revision,
+        "idempotency_key": body.idempotency_key,
     }
 
 
@@ -166,7 +172,13 @@ async def _head(memory: ScopedMemory, body: HeadRequest) -> BaseModel:
 
 
 async def _history(memory: ScopedMemory, body: HistoryRequest) -> BaseModel:
-    return await entry_history(memory, body.entry_id)
+    found = await entry_history(memory, body.entry_id, body.revision)
+    return EntryHistoryModel.model_validate(found.model_dump())
+
+
+async def _get_by_id(memory: ScopedMemory, body: EntryByIdRequest) -> BaseModel:
+    entry = await memory.get_entry(body.entry_id, revision=body.revision)
+    return EntryModel.model_validate(entry.model_dump())
 
 
 def _annotations(
@@ -261,11 +273,21 @@ MEMORY_TOOLS: tuple[MemoryTool, ...] = (
     ),
     MemoryTool(
         "entry_history",
-        "Every version of one entry (by entry_id) and every change that touched it, oldest first.",
+        "Every version of one entry (by entry_id) and every change that touched it, newest "
+        "first, as of a revision (default the head), with the version active then.",
         HistoryRequest,
-        MemoryEntryHistory,
+        EntryHistoryModel,
         _history,
         _annotations("Entry history", read_only=True),
+    ),
+    MemoryTool(
+        "get_entry_by_id",
+        "The version of one entry (by entry_id) active at a revision (default the head); "
+        "not found when the entry is retired then.",
+        EntryByIdRequest,
+        EntryModel,
+        _get_by_id,
+        _annotations("Get entry by id", read_only=True),
     ),
     MemoryTool(
         "list_changes",

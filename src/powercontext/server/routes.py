@@ -38,6 +38,7 @@ from powercontext.server.schemas import (
     BatchSearchResponse,
     ChangesPageModel,
     ChangesRequest,
+    ChannelScoreModel,
     CitationModel,
     EntriesPageModel,
     EntryModel,
@@ -83,7 +84,8 @@ _ERRORS: dict[int, str] = {
     403: "forbidden: the key may not use this scope_id.",
     404: "not_found: the cited entry, version or revision does not exist in this scope.",
     409: "revision_conflict: expected_revision is not the head, or the citation names an "
-    "older version of the entry.",
+    "older version of the entry; idempotency_conflict: the idempotency_key was used by a "
+    "write with another body.",
     413: "payload_too_large: the body exceeds the byte limit, or a batch exceeds the entry limit.",
     422: "validation_error: the body violates a type or bound; capability_not_supported: the "
     "requested search mode is not available in this deployment.",
@@ -136,6 +138,12 @@ def _citation(model: CitationModel) -> MemoryCitation:
     return MemoryCitation.model_validate(model.model_dump())
 
 
+def search_request(body: SearchRequest) -> SearchMemoryRequest:
+    """The runtime request of a v1 search body (the HTTP route and the MCP tool)."""
+    fields = body.model_dump(exclude={"scope_id", "include_rerank"})
+    return SearchMemoryRequest.model_validate(fields | {"filter": body.filter})
+
+
 def search_response(
     page: MemorySearchPage,
     include_rerank: Literal["none", "redacted"] = "none",
@@ -161,6 +169,7 @@ def search_response(
             matched_by=list(hit.matched_by),
             thread=hit.thread,
             occurred_at=hit.occurred_at,
+            explain=[ChannelScoreModel.model_validate(e.model_dump()) for e in hit.explain],
         )
         for hit in page.hits
     ]
@@ -206,6 +215,7 @@ async def remember(
             thread=e.thread,
             occurred_at=e.occurred_at,
             expected_revision=body.expected_revision,
+            idempotency_key=body.idempotency_key,
         )
         for e in body.entries
     ]
@@ -215,14 +225,12 @@ async def remember(
 @memory_router.post(
     "/search",
     response_model=SearchResponse,
-    responses=_responses(502, 504),
+    responses=_responses(404, 502, 504),
     summary="Search a scope: final hits, and a redacted rerank trace on request",
 )
 async def search(body: SearchRequest, caller: Caller, request: Request) -> Response:
     memory = scoped_memory(request, caller, body.scope_id)
-    page = await memory.search(
-        SearchMemoryRequest(query=body.query, limit=body.limit, mode=body.mode)
-    )
+    page = await memory.search(search_request(body))
     report_status = _observe_statuses(request, [page])
     response = search_response(page, body.include_rerank, report_status=report_status)
     return _json(response)
@@ -279,7 +287,9 @@ def _observe_statuses(request: Request, pages: Sequence[MemorySearchPage]) -> bo
 )
 async def list_entries(body: ListEntriesRequest, caller: Caller, request: Request) -> Response:
     memory = scoped_memory(request, caller, body.scope_id)
-    page = await memory.list(revision=body.revision, cursor=body.cursor, limit=body.limit)
+    page = await memory.list(
+        revision=body.revision, cursor=body.cursor, limit=body.limit, where=body.filter
+    )
     return _json(page)
 
 
@@ -319,6 +329,7 @@ async def retire_entry(body: RetireEntryRequest, caller: Caller, request: Reques
         citation=_citation(body.citation),
         reason=body.reason,
         expected_revision=body.expected_revision,
+        idempotency_key=body.idempotency_key,
     )
     return _json(await memory.retire(retired))
 
@@ -337,6 +348,7 @@ async def reactivate_entry(
         citation=_citation(body.citation),
         reason=body.reason,
         expected_revision=body.expected_revision,
+        idempotency_key=body.idempotency_key,
     )
     return _json(await memory.reactivate(reactivated))
 

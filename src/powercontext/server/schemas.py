@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import (
     MAX_KIND_CHARS,
     MAX_METADATA_BYTES,
@@ -22,6 +23,7 @@ from powercontext.memory.models import (
     ChangeOp,
     Channel,
     EntryText,
+    IdempotencyKey,
     Kind,
     Metadata,
     OccurredAt,
@@ -86,6 +88,7 @@ ErrorCode = Literal[
     "invalid_cursor",
     "capability_not_supported",
     "revision_conflict",
+    "idempotency_conflict",
     "not_found",
     "unauthorized",
     "forbidden",
@@ -134,6 +137,18 @@ def _expected_field() -> Any:
 
 def _reason_field() -> Any:
     return Field(default=None, description=_REASON)
+
+
+_IDEMPOTENCY = (
+    "A client-chosen key (1-256 chars, no NUL), recorded in the write's own transaction. A "
+    "retry with the same key and body returns the original result and writes nothing; the "
+    "same key with another body answers 409 idempotency_conflict. Keys are per scope."
+)
+WireIdempotencyKey = Annotated[IdempotencyKey, _non_blank_schema()]
+
+
+def _idempotency_field() -> Any:
+    return Field(default=None, description=_IDEMPOTENCY)
 
 
 # ---- shared ---------------------------------------------------------------------------------
@@ -190,6 +205,7 @@ class RememberOneRequest(RememberEntryModel):
 
     scope_id: WireScopeId = _scope_field()
     expected_revision: int | None = _expected_field()
+    idempotency_key: WireIdempotencyKey | None = _idempotency_field()
 
 
 class RememberBatchRequest(_Wire):
@@ -206,10 +222,11 @@ class RememberBatchRequest(_Wire):
         ),
     )
     expected_revision: int | None = _expected_field()
+    idempotency_key: WireIdempotencyKey | None = _idempotency_field()
 
 
 class SearchRequest(_Wire):
-    """Search one scope at its current head revision."""
+    """Search one scope at its current head revision, or as of an older one."""
 
     scope_id: WireScopeId = _scope_field()
     query: WireQueryText = Field(
@@ -239,6 +256,32 @@ class SearchRequest(_Wire):
             "response: selected ranks, counts, status, latency, usage, policy id, cache hit). "
             "`none` (default): no trace."
         ),
+    )
+    revision: int | None = _int_field(
+        None,
+        ge=1,
+        description="As-of search: exactly what the scope held at this revision (default the "
+        "head); hits cite it. 404 when the scope has not reached it.",
+    )
+    min_similarity: float | None = Field(
+        default=None,
+        ge=-1.0,
+        le=1.0,
+        description="Vector channel floor on cosine similarity, applied before fusion "
+        "(default the deployment's POWERCONTEXT_SERVER_RUNTIME_SEARCH_MIN_SIMILARITY).",
+    )
+    filter: MemoryFilter | None = Field(
+        default=None,
+        description="Only entries matching it are candidates, in every channel, before its "
+        "top-k: a filtered search returns `limit` hits whenever that many match. `kinds` (any "
+        "of), `metadata` (per top-level key: `eq`, `one_of`, `gt`/`gte`/`lt`/`lte`, `exists`; "
+        "JSON values compare by type), `created_after` (inclusive) / `created_before`.",
+    )
+    min_score: float | None = Field(
+        default=None,
+        allow_inf_nan=False,
+        description="Full-text channel floor on the raw BM25 score (see `explain`), applied "
+        "before fusion (default none).",
     )
 
 
@@ -287,6 +330,9 @@ class ListEntriesRequest(_Wire):
         "and bound to this scope and revision (422 invalid_cursor otherwise).",
     )
     limit: int = _int_field(100, ge=1, le=1000, description="Entries per page.")
+    filter: MemoryFilter | None = Field(
+        default=None, description="Only entries matching it (see the search request)."
+    )
 
 
 class GetEntryRequest(_Wire):
@@ -308,6 +354,7 @@ class ReviseEntryRequest(_Wire):
     metadata: Metadata | None = Field(default=None, description=_METADATA + " Default: unchanged.")
     reason: WireReason | None = _reason_field()
     expected_revision: int | None = _expected_field()
+    idempotency_key: WireIdempotencyKey | None = _idempotency_field()
 
 
 class RetireEntryRequest(_Wire):
@@ -317,6 +364,7 @@ class RetireEntryRequest(_Wire):
     citation: CitationModel = Field(description="Must name the entry's current version.")
     reason: WireReason | None = _reason_field()
     expected_revision: int | None = _expected_field()
+    idempotency_key: WireIdempotencyKey | None = _idempotency_field()
 
 
 class ReactivateEntryRequest(RetireEntryRequest):
@@ -374,6 +422,14 @@ class WriteResultModel(_Wire):
     )
 
 
+class ChannelScoreModel(_Wire):
+    channel: Channel = Field(description="`fts` or `vector`.")
+    rank: int = Field(ge=1, description="The hit's rank in this channel (1 = best admitted).")
+    score: float = Field(
+        description="The channel's raw score: `fts` BM25 (higher is better), `vector` cosine."
+    )
+
+
 class HitModel(_Wire):
     """One final search hit."""
 
@@ -386,6 +442,12 @@ class HitModel(_Wire):
     thread: str | None = Field(default=None, description="The thread the entry belongs to.")
     occurred_at: datetime | None = Field(
         default=None, description="When the event happened: as written, else the write time."
+    )
+    explain: list[ChannelScoreModel] = Field(
+        default_factory=list,
+        description="Per channel that found the entry: its rank and raw score there, next to "
+        "the fused `score`; use them to judge relevance and to set `min_similarity` or "
+        "`min_score`.",
     )
 
 

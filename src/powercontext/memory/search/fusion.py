@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from powercontext.memory.models import Channel
+from powercontext.memory.models import Channel, ChannelScore
 
 DEFAULT_RRF_K = 60
 CHANNEL_ORDER: tuple[Channel, ...] = ("fts", "vector")
@@ -45,3 +45,21 @@ def fuse_rrf(
             matched.setdefault(key, []).append(channel)
     ordered = sorted(scores, key=lambda key: (-scores[key], key))[:limit]
     return [FusedCandidate(key, scores[key], tuple(matched[key])) for key in ordered]
+
+
+def channel_scores(
+    admitted: Mapping[Channel, Sequence[int]], raw: Mapping[Channel, Mapping[int, float]]
+) -> dict[int, tuple[ChannelScore, ...]]:
+    """Each admitted key's rank (as fuse_rrf counts it: best rank, from 1) and raw score per
+    channel, in channel order: what a caller needs to judge a hit and set a floor."""
+    found: dict[int, list[ChannelScore]] = {}
+    for channel in CHANNEL_ORDER:
+        scores = raw.get(channel, {})
+        seen: set[int] = set()
+        for rank, key in enumerate(admitted.get(channel, ()), start=1):
+            if key in seen:
+                continue
+            seen.add(key)
+            explained = ChannelScore(channel=channel, rank=rank, score=scores.get(key, 0.0))
+            found.setdefault(key, []).append(explained)
+    return {key: tuple(items) for key, items in found.items()}

@@ -172,7 +172,7 @@ async def entries(body: ListEntriesRequest, caller: Caller, request: Request) ->
 async def history(body: HistoryRequest, caller: Caller, request: Request) -> Response:
     """Every version of one entry, oldest first, with the change that wrote or retired it."""
     memory = scoped_memory(request, caller, body.scope_id)
-    found = await entry_history(memory, body.entry_id)
+    found = await entry_history(memory, body.entry_id, body.revision)
     return _json(
         {
             "memory_ref": _ref(found.memory_ref),

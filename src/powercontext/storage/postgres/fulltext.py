@@ -34,6 +34,9 @@ from dataclasses import dataclass
 
 from psycopg import sql
 
+from powercontext.memory.filters import MemoryFilter
+from powercontext.storage.filter_sql import filter_sql
+
 K1 = 1.2
 B = 0.75
 F_MAX = (K1 + 1) / (1 + K1 * (1 - B))
@@ -133,10 +136,16 @@ def plan_ranking(
 
 
 def ranking_query(
-    plan: RankPlan, match_terms: int, scope_id: str, revision: int, limit: int
+    plan: RankPlan,
+    match_terms: int,
+    scope_id: str,
+    revision: int,
+    limit: int,
+    where: MemoryFilter | None = None,
 ) -> tuple[sql.Composed, list[object]]:
     """The candidates query and its parameters: it matches versions active at `revision` that
     contain one of the first `match_terms` terms and scores them with all of the plan's."""
+    clause, filter_params = filter_sql(where, "postgres")
     cases = sql.SQL(" + ").join(
         sql.SQL("(CASE WHEN tokens @@ %s::tsquery THEN %s::float8 ELSE 0 END)") for _ in plan.terms
     )
@@ -146,15 +155,16 @@ def ranking_query(
         " + %s::float8 * length(tokens) / %s::float8))) AS score"
         " FROM entry_versions"
         " WHERE scope_id = %s AND tokens @@ %s::tsquery AND added_revision <= %s"
-        " AND (removed_revision IS NULL OR removed_revision > %s)"
+        " AND (removed_revision IS NULL OR removed_revision > %s){clause}"
         " ORDER BY score DESC, key LIMIT %s"
         ") ranked ORDER BY score DESC, key"
-    ).format(cases=cases)
+    ).format(cases=cases, clause=sql.SQL(clause))
     params: list[object] = []
     for term, weight in zip(plan.terms, plan.weights, strict=True):
         params.extend((quote_lexeme(term), weight))
     params.extend((K1 + 1, K1, B, B, plan.average_length))
-    params.extend((scope_id, term_query(plan.terms[:match_terms]), revision, revision, limit))
+    params.extend((scope_id, term_query(plan.terms[:match_terms]), revision, revision))
+    params.extend((*filter_params, limit))
     return query, params
 
 

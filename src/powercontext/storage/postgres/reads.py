@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import MemoryChange
-from powercontext.memory.ports import StoredVersion
+from powercontext.memory.ports import IdempotentWrite, StoredVersion
 from powercontext.storage.common import (
     CHANGE_COLUMNS,
     VERSION_COLUMNS,
@@ -17,6 +18,7 @@ from powercontext.storage.common import (
     version_from_row,
     whole_revisions,
 )
+from powercontext.storage.filter_sql import filter_sql
 
 ACTIVE_AT = "added_revision <= %s AND (removed_revision IS NULL OR removed_revision > %s)"
 
@@ -44,6 +46,27 @@ async def one_version(
     return version_from_row(row) if row else None
 
 
+async def versions_where(
+    conn: AsyncConnection[TupleRow], where: str, params: Sequence[object]
+) -> list[StoredVersion]:
+    cur = await conn.execute(f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE {where}", params)
+    return [version_from_row(row) for row in await cur.fetchall()]
+
+
+async def idempotent_write(
+    conn: AsyncConnection[TupleRow], scope_id: str, key: str
+) -> IdempotentWrite | None:
+    cur = await conn.execute(
+        "SELECT body_hash, revision, version_keys FROM idempotency_keys "
+        "WHERE scope_id = %s AND idempotency_key = %s",
+        (scope_id, key),
+    )
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    return IdempotentWrite(body_hash=row[0], revision=int(row[1]), keys=tuple(row[2]))
+
+
 async def fetch_versions(
     conn: AsyncConnection[TupleRow], scope_id: str, keys: Sequence[int]
 ) -> dict[int, StoredVersion]:
@@ -64,14 +87,16 @@ async def list_versions(
     revision: int,
     after_key: int | None,
     limit: int,
+    where: MemoryFilter | None = None,
 ) -> list[StoredVersion]:
     if limit <= 0:
         return []
+    clause, params = filter_sql(where, "postgres")
     cur = await conn.execute(
         f"SELECT {VERSION_COLUMNS} FROM entry_versions "
-        f"WHERE scope_id = %s AND key > %s AND {ACTIVE_AT} "
+        f"WHERE scope_id = %s AND key > %s AND {ACTIVE_AT}{clause} "
         "ORDER BY key LIMIT %s",
-        (scope_id, -1 if after_key is None else after_key, revision, revision, limit),
+        (scope_id, -1 if after_key is None else after_key, revision, revision, *params, limit),
     )
     return [version_from_row(row) for row in await cur.fetchall()]
 

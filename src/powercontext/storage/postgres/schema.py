@@ -138,7 +138,23 @@ _V2 = (
     """,
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+# Idempotency keys are written in the commit's transaction: a committed write always has its
+# key, so a client retry after a timeout finds it instead of writing the batch twice.
+_V3 = (
+    """
+    CREATE TABLE idempotency_keys (
+        scope_id text NOT NULL,
+        idempotency_key text NOT NULL,
+        body_hash text NOT NULL,
+        revision bigint NOT NULL,
+        version_keys bigint[] NOT NULL,
+        PRIMARY KEY (scope_id, idempotency_key),
+        FOREIGN KEY (scope_id, revision) REFERENCES revisions (scope_id, revision)
+    )
+    """,
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
 """MIGRATIONS[i] brings the schema from version i to version i + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -20,10 +20,13 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
 from powercontext.memory.errors import MemoryValidationError, NotFoundError, RevisionConflictError
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import (
     CommitResult,
     FtsCandidate,
+    IdempotencyClaim,
+    IdempotentWrite,
     PlannedChange,
     StoredVersion,
     Vector,
@@ -31,6 +34,7 @@ from powercontext.memory.ports import (
 )
 from powercontext.memory.search.fields import FieldWeights, expand
 from powercontext.storage.common import unit_vectors, validate_plan
+from powercontext.storage.filter_sql import filter_sql
 from powercontext.storage.postgres import fulltext, reads, vectors, writes
 from powercontext.storage.postgres.connection import PostgresOptions, connect, split_url
 from powercontext.storage.postgres.errors import is_unique_violation, storage_error
@@ -136,13 +140,18 @@ class PostgresMemoryStore:
             return await reads.head(conn, scope_id)
 
     async def commit(
-        self, scope_id: str, expected_head: int | None, changes: Sequence[PlannedChange]
+        self,
+        scope_id: str,
+        expected_head: int | None,
+        changes: Sequence[PlannedChange],
+        *,
+        idempotency: IdempotencyClaim | None = None,
     ) -> CommitResult:
         planned = list(changes)
         validate_plan(planned)
         async with self._connection(f"committing {len(planned)} changes") as conn:
             try:
-                return await writes.commit(conn, scope_id, expected_head, planned)
+                return await writes.commit(conn, scope_id, expected_head, planned, idempotency)
             except psycopg.Error as exc:
                 if not is_unique_violation(exc):
                     raise
@@ -160,6 +169,16 @@ class PostgresMemoryStore:
                 (scope_id, entry_id),
             )
 
+    async def idempotent_write(self, scope_id: str, key: str) -> IdempotentWrite | None:
+        async with self._connection("reading an idempotency key") as conn:
+            return await reads.idempotent_write(conn, scope_id, key)
+
+    async def entry_versions(self, scope_id: str, entry_id: str) -> list[StoredVersion]:
+        async with self._connection("reading an entry") as conn:
+            return await reads.versions_where(
+                conn, "scope_id = %s AND entry_id = %s ORDER BY version", (scope_id, entry_id)
+            )
+
     async def get_version(self, scope_id: str, entry_version_id: str) -> StoredVersion | None:
         async with self._connection("reading an entry version") as conn:
             return await reads.one_version(
@@ -171,10 +190,16 @@ class PostgresMemoryStore:
             return await reads.fetch_versions(conn, scope_id, keys)
 
     async def list_versions(
-        self, scope_id: str, revision: int, *, after_key: int | None, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        *,
+        after_key: int | None,
+        limit: int,
+        where: MemoryFilter | None = None,
     ) -> list[StoredVersion]:
         async with self._connection("listing entry versions") as conn:
-            return await reads.list_versions(conn, scope_id, revision, after_key, limit)
+            return await reads.list_versions(conn, scope_id, revision, after_key, limit, where)
 
     async def changes(
         self, scope_id: str, since_revision: int, *, limit: int
@@ -190,6 +215,7 @@ class PostgresMemoryStore:
         *,
         limit: int,
         fields: FieldWeights | None = None,
+        where: MemoryFilter | None = None,
     ) -> list[FtsCandidate]:
         base = fulltext.clean_terms(str(term) for term in terms)
         if not base or limit <= 0:
@@ -219,11 +245,15 @@ class PostgresMemoryStore:
             )
             if plan is None:
                 return []
-            query, params = fulltext.ranking_query(plan, plan.first_pass, scope_id, revision, limit)
+            query, params = fulltext.ranking_query(
+                plan, plan.first_pass, scope_id, revision, limit, where
+            )
             rows = await (await conn.execute(query, params)).fetchall()
             needed = fulltext.terms_to_match(plan, [row[1] for row in rows], limit)
             if needed > plan.first_pass:
-                query, params = fulltext.ranking_query(plan, needed, scope_id, revision, limit)
+                query, params = fulltext.ranking_query(
+                    plan, needed, scope_id, revision, limit, where
+                )
                 rows = await (await conn.execute(query, params)).fetchall()
         return [
             FtsCandidate(key=int(key), score=float(score), tokens=frozenset(tokens))
@@ -241,9 +271,18 @@ class PostgresMemoryStore:
         return known
 
     async def vector_candidates(
-        self, scope_id: str, revision: int, profile_id: str, query: Vector, *, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        profile_id: str,
+        query: Vector,
+        *,
+        limit: int,
+        where: MemoryFilter | None = None,
     ) -> list[VectorCandidate]:
-        return await self._nearest(scope_id, revision, profile_id, query, limit, exact=False)
+        return await self._nearest(
+            scope_id, revision, profile_id, query, limit, exact=False, where=where
+        )
 
     async def exact_vector_candidates(
         self, scope_id: str, revision: int, profile_id: str, query: Vector, *, limit: int
@@ -260,6 +299,7 @@ class PostgresMemoryStore:
         limit: int,
         *,
         exact: bool,
+        where: MemoryFilter | None = None,
     ) -> list[VectorCandidate]:
         vector = np.asarray(query, dtype=np.float32)
         if vector.ndim != 1 or not np.all(np.isfinite(vector)):
@@ -281,12 +321,14 @@ class PostgresMemoryStore:
                 return []
             # A small revision is compared exhaustively: exact, and as fast as a graph walk.
             exact = exact or active <= vectors.EXACT_SCAN_UP_TO
-            params = (vector / norm, scope_id, revision, revision, limit)
-            rows = await self._search(conn, profile_id, dimension, params, limit, exact)
-            if not exact and len(rows) < min(limit, active):
-                # The graph walk gives up after hnsw.max_scan_tuples; when it comes back short,
-                # the revision and scope filters starved it: compare exhaustively instead.
-                rows = await self._search(conn, profile_id, dimension, params, limit, True)
+            clause, extra = filter_sql(where, "postgres", "e.")
+            params = (vector / norm, scope_id, revision, revision, *extra, limit)
+            rows = await self._search(conn, profile_id, dimension, params, limit, exact, clause)
+            # The graph walk gives up after hnsw.max_scan_tuples; when it comes back short, the
+            # revision, scope or request filters starved it: compare exhaustively instead. (How
+            # many versions a filter admits is unknown, so a short filtered walk always is.)
+            if not exact and len(rows) < (limit if clause else min(limit, active)):
+                rows = await self._search(conn, profile_id, dimension, params, limit, True, clause)
         found = [
             VectorCandidate(key=int(key), similarity=0.0 if distance != distance else 1 - distance)
             for key, distance in rows
@@ -302,8 +344,9 @@ class PostgresMemoryStore:
         params: tuple[object, ...],
         limit: int,
         exact: bool,
+        clause: str = "",
     ) -> list[tuple[int, float]]:
-        statement = vectors.nearest_query(profile_id, dimension, exact=exact)
+        statement = vectors.nearest_query(profile_id, dimension, exact=exact, clause=clause)
         async with conn.transaction():
             if not exact:
                 settings = vectors.ann_settings(limit, self.options.hnsw_ef_search)
@@ -420,6 +463,10 @@ class PostgresMemoryStore:
         async with self._connection("building a vector index") as conn:
             self._indexed[profile_id] = await vectors.ensure_index(conn, profile_id, dimension)
         self._deferred.discard(profile_id)
+
+    async def active_count(self, scope_id: str, revision: int) -> int:
+        async with self._connection("counting entries") as conn:
+            return await reads.active_count(conn, scope_id, revision)
 
     async def scope_ids(self) -> list[str]:
         async with self._connection("listing scopes") as conn:

@@ -125,7 +125,9 @@ async def stored_dimension(
 _ACTIVE = "e.added_revision <= %s AND (e.removed_revision IS NULL OR e.removed_revision > %s)"
 
 
-def nearest_query(profile_id: str, dimension: int, *, exact: bool) -> sql.Composed:
+def nearest_query(
+    profile_id: str, dimension: int, *, exact: bool, clause: str = ""
+) -> sql.Composed:
     """Nearest active versions by cosine distance. The approximate form orders by the indexed
     expression (so the planner may walk the HNSW graph); the exact form orders by the bare
     column, which no index serves, so every vector of the scope is compared."""
@@ -137,9 +139,9 @@ def nearest_query(profile_id: str, dimension: int, *, exact: bool) -> sql.Compos
     return sql.SQL(
         "SELECT v.key, {distance} AS distance FROM entry_vectors v "
         "JOIN entry_versions e ON e.scope_id = v.scope_id AND e.key = v.key "
-        "WHERE v.scope_id = %s AND v.profile_id = {profile} AND " + _ACTIVE + " "
+        "WHERE v.scope_id = %s AND v.profile_id = {profile} AND " + _ACTIVE + "{clause} "
         "ORDER BY distance LIMIT %s"
-    ).format(distance=distance, profile=sql.Literal(profile_id))
+    ).format(distance=distance, profile=sql.Literal(profile_id), clause=sql.SQL(clause))
 
 
 def ef_search(limit: int, configured: int | None = None) -> int:

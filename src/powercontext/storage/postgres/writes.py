@@ -18,7 +18,7 @@ from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 
 from powercontext.memory.errors import MemoryValidationError, NotFoundError
-from powercontext.memory.ports import CommitResult, NewVersion, PlannedChange
+from powercontext.memory.ports import CommitResult, IdempotencyClaim, NewVersion, PlannedChange
 from powercontext.storage.common import conflict, encode_metadata
 from powercontext.storage.postgres.fulltext import tsvector_literal
 
@@ -237,8 +237,10 @@ async def commit(
     scope_id: str,
     expected_head: int | None,
     changes: Sequence[PlannedChange],
+    idempotency: IdempotencyClaim | None = None,
 ) -> CommitResult:
-    """One transaction; the caller maps database errors (a unique violation is a conflict)."""
+    """One transaction; the caller maps database errors (a unique violation is a conflict,
+    including a second write under a recorded idempotency key)."""
     expected = expected_head or None  # 0 and None both mean "no revision yet"
     news = [change.new for change in changes if change.new is not None]
     previous_ids = [c.previous_entry_version_id for c in changes if c.previous_entry_version_id]
@@ -269,4 +271,10 @@ async def commit(
             "UPDATE scopes SET active_count = %s, lexeme_total = %s WHERE scope_id = %s",
             (active_count, max(lexemes + lexeme_change, 0), scope_id),
         )
+        if idempotency is not None:
+            await conn.execute(
+                "INSERT INTO idempotency_keys (scope_id, idempotency_key, body_hash, revision, "
+                "version_keys) VALUES (%s, %s, %s, %s, %s)",
+                (scope_id, idempotency.key, idempotency.body_hash, revision, list(keys)),
+            )
     return CommitResult(revision=revision, created_at=created_at, keys=keys)

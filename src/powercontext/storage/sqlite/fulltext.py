@@ -383,9 +383,15 @@ class ScopeTerms:
         return rows, weights
 
     def search(
-        self, revision: int, terms: Sequence[str], limit: int, fields: FieldWeights
+        self,
+        revision: int,
+        terms: Sequence[str],
+        limit: int,
+        fields: FieldWeights,
+        allowed: npt.NDArray[np.int64] | None = None,
     ) -> list[FtsCandidate]:
-        """The best `limit` versions active at `revision`, best first (ties by key)."""
+        """The best `limit` versions active at `revision` (and among the `allowed` keys, when
+        a filter gave some), best first (ties by key)."""
         found = [w for t in dict.fromkeys(terms) if (w := self._term_weights(t, fields))]
         if not found or limit <= 0:
             return []
@@ -394,6 +400,11 @@ class ScopeTerms:
             # A term's rows are distinct, so a fancy-indexed add never drops a repeat.
             scores[term_rows] += weights
         scores[self._inactive_rows(revision)] = 0.0
+        if allowed is not None:
+            # The filter masks before the partition: a selective filter still fills `limit`.
+            keep = np.zeros(self.size, dtype=bool)
+            keep[_rows_of(self.keys[: self.size], allowed)] = True
+            scores[~keep] = 0.0
         # One partition over every row beats gathering the matching rows first: common words
         # match most of a scope, and the head usually has no inactive rows to mask.
         if limit < scores.shape[0]:
@@ -414,6 +425,15 @@ class ScopeTerms:
         ]
 
 
+def _rows_of(keys: npt.NDArray[np.int64], wanted: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Rows of the `wanted` keys that are cached (`keys` ascending); unknown keys are skipped."""
+    rows = np.searchsorted(keys, wanted)
+    inside = rows < keys.shape[0]
+    rows, wanted = rows[inside], wanted[inside]
+    found: npt.NDArray[np.int64] = rows[keys[rows] == wanted]
+    return found
+
+
 def fts_candidates(
     index: ScopeTerms,
     conn: sqlite3.Connection,
@@ -421,10 +441,11 @@ def fts_candidates(
     terms: Sequence[str],
     limit: int,
     fields: FieldWeights,
+    allowed: npt.NDArray[np.int64] | None = None,
 ) -> list[FtsCandidate]:
     with index.lock:
         index.refresh(conn)
-        return index.search(revision, terms, limit, fields)
+        return index.search(revision, terms, limit, fields, allowed)
 
 
 class TermCache:

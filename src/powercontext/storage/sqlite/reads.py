@@ -8,8 +8,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import MemoryChange
-from powercontext.memory.ports import FtsCandidate, StoredVersion
+from powercontext.memory.ports import FtsCandidate, IdempotentWrite, StoredVersion
 from powercontext.storage.common import (
     CHANGE_COLUMNS,
     VERSION_COLUMNS,
@@ -17,6 +21,7 @@ from powercontext.storage.common import (
     version_from_row,
     whole_revisions,
 )
+from powercontext.storage.filter_sql import filter_sql
 from powercontext.storage.sqlite.writes import chunks
 
 _ACTIVE_AT = "added_revision <= ? AND (removed_revision IS NULL OR removed_revision > ?)"
@@ -50,6 +55,26 @@ def latest_version(conn: sqlite3.Connection, scope_id: str, entry_id: str) -> St
     return _version(row) if row else None
 
 
+def entry_versions(conn: sqlite3.Connection, scope_id: str, entry_id: str) -> list[StoredVersion]:
+    rows = conn.execute(
+        f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE scope_id = ? AND entry_id = ? "
+        "ORDER BY version",
+        (scope_id, entry_id),
+    ).fetchall()
+    return [_version(row) for row in rows]
+
+
+def idempotent_write(conn: sqlite3.Connection, scope_id: str, key: str) -> IdempotentWrite | None:
+    row = conn.execute(
+        "SELECT body_hash, revision, version_keys FROM idempotency_keys "
+        "WHERE scope_id = ? AND idempotency_key = ?",
+        (scope_id, key),
+    ).fetchone()
+    if row is None:
+        return None
+    return IdempotentWrite(body_hash=row[0], revision=int(row[1]), keys=tuple(json.loads(row[2])))
+
+
 def get_version(
     conn: sqlite3.Connection, scope_id: str, entry_version_id: str
 ) -> StoredVersion | None:
@@ -76,17 +101,38 @@ def fetch_versions(
 
 
 def list_versions(
-    conn: sqlite3.Connection, scope_id: str, revision: int, after_key: int | None, limit: int
+    conn: sqlite3.Connection,
+    scope_id: str,
+    revision: int,
+    after_key: int | None,
+    limit: int,
+    where: MemoryFilter | None = None,
 ) -> list[StoredVersion]:
     if limit <= 0:
         return []
+    clause, params = filter_sql(where, "sqlite")
     rows = conn.execute(
         f"SELECT {VERSION_COLUMNS} FROM entry_versions "
-        f"WHERE scope_id = ? AND key > ? AND {_ACTIVE_AT} "
+        f"WHERE scope_id = ? AND key > ? AND {_ACTIVE_AT}{clause} "
         "ORDER BY key LIMIT ?",
-        (scope_id, -1 if after_key is None else after_key, revision, revision, limit),
+        (scope_id, -1 if after_key is None else after_key, revision, revision, *params, limit),
     ).fetchall()
     return [_version(row) for row in rows]
+
+
+def filtered_keys(
+    conn: sqlite3.Connection, scope_id: str, revision: int, where: MemoryFilter | None
+) -> npt.NDArray[np.int64] | None:
+    """Keys of the versions active at `revision` that match `where`, ascending; None when
+    there is no filter (every active version may be a candidate)."""
+    clause, params = filter_sql(where, "sqlite")
+    if not clause:
+        return None
+    rows = conn.execute(
+        f"SELECT key FROM entry_versions WHERE scope_id = ? AND {_ACTIVE_AT}{clause} ORDER BY key",
+        (scope_id, revision, revision, *params),
+    ).fetchall()
+    return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
 
 
 def changes(
@@ -123,7 +169,12 @@ def _match_expression(terms: Sequence[str]) -> str | None:
 
 
 def fts5_candidates(
-    conn: sqlite3.Connection, scope_id: str, revision: int, terms: Sequence[str], limit: int
+    conn: sqlite3.Connection,
+    scope_id: str,
+    revision: int,
+    terms: Sequence[str],
+    limit: int,
+    where: MemoryFilter | None = None,
 ) -> list[FtsCandidate]:
     """The SQL-only full-text channel (IndexOptions.fulltext = "fts5"), kept for comparison.
 
@@ -135,13 +186,14 @@ def fts5_candidates(
     expression = _match_expression(terms)
     if expression is None:
         return []
+    clause, params = filter_sql(where, "sqlite", "v.")
     rows = conn.execute(
         "SELECT f.rowid, bm25(entry_fts, 0.0, 1.0) AS score, f.tokens "
         "FROM entry_fts f JOIN entry_versions v ON v.key = f.rowid "
         "WHERE entry_fts MATCH ? AND v.scope_id = ? AND v.added_revision <= ? "
-        "AND (v.removed_revision IS NULL OR v.removed_revision > ?) "
+        f"AND (v.removed_revision IS NULL OR v.removed_revision > ?){clause} "
         "ORDER BY score, f.rowid LIMIT ?",
-        (expression, scope_id, revision, revision, limit),
+        (expression, scope_id, revision, revision, *params, limit),
     ).fetchall()
     # bm25() is lower-is-better; negate it so a higher score means a better candidate.
     return [

@@ -132,7 +132,23 @@ _V2 = (
     """,
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+# Idempotency keys live in the commit's transaction: a write that committed always has its key,
+# so a client retry after a timeout finds it instead of writing the batch twice.
+_V3 = (
+    """
+    CREATE TABLE idempotency_keys (
+        scope_id TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        body_hash TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        version_keys TEXT NOT NULL,
+        PRIMARY KEY (scope_id, idempotency_key),
+        FOREIGN KEY (scope_id, revision) REFERENCES revisions (scope_id, revision)
+    ) WITHOUT ROWID
+    """,
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
 """MIGRATIONS[i] brings the schema from version i to version i + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

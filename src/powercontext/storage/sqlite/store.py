@@ -17,10 +17,13 @@ from typing import TypeVar
 import numpy as np
 
 from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import (
     CommitResult,
     FtsCandidate,
+    IdempotencyClaim,
+    IdempotentWrite,
     PlannedChange,
     StoredVersion,
     Vector,
@@ -83,13 +86,19 @@ class SqliteMemoryStore:
         return await self._read(lambda conn: reads.head(conn, scope_id), "reading the head")
 
     async def commit(
-        self, scope_id: str, expected_head: int | None, changes: Sequence[PlannedChange]
+        self,
+        scope_id: str,
+        expected_head: int | None,
+        changes: Sequence[PlannedChange],
+        *,
+        idempotency: IdempotencyClaim | None = None,
     ) -> CommitResult:
         planned = list(changes)
 
         def work(conn: sqlite3.Connection) -> CommitResult:
             # The clock is read under the write lock, so created_at follows revision order.
-            return writes.commit(conn, scope_id, expected_head, planned, datetime.now(UTC))
+            now = datetime.now(UTC)
+            return writes.commit(conn, scope_id, expected_head, planned, now, idempotency)
 
         def run() -> CommitResult:
             validate_plan(planned)
@@ -100,6 +109,16 @@ class SqliteMemoryStore:
     async def latest_version(self, scope_id: str, entry_id: str) -> StoredVersion | None:
         return await self._read(
             lambda conn: reads.latest_version(conn, scope_id, entry_id), "reading an entry"
+        )
+
+    async def idempotent_write(self, scope_id: str, key: str) -> IdempotentWrite | None:
+        return await self._read(
+            lambda conn: reads.idempotent_write(conn, scope_id, key), "reading an idempotency key"
+        )
+
+    async def entry_versions(self, scope_id: str, entry_id: str) -> list[StoredVersion]:
+        return await self._read(
+            lambda conn: reads.entry_versions(conn, scope_id, entry_id), "reading an entry"
         )
 
     async def get_version(self, scope_id: str, entry_version_id: str) -> StoredVersion | None:
@@ -115,10 +134,16 @@ class SqliteMemoryStore:
         )
 
     async def list_versions(
-        self, scope_id: str, revision: int, *, after_key: int | None, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        *,
+        after_key: int | None,
+        limit: int,
+        where: MemoryFilter | None = None,
     ) -> list[StoredVersion]:
         return await self._read(
-            lambda conn: reads.list_versions(conn, scope_id, revision, after_key, limit),
+            lambda conn: reads.list_versions(conn, scope_id, revision, after_key, limit, where),
             "listing entry versions",
         )
 
@@ -137,25 +162,35 @@ class SqliteMemoryStore:
         *,
         limit: int,
         fields: FieldWeights | None = None,
+        where: MemoryFilter | None = None,
     ) -> list[FtsCandidate]:
         wanted = [str(term) for term in terms]
         if not wanted:
             return []
         if self.index.fulltext == "fts5":
             return await self._read(
-                lambda conn: reads.fts5_candidates(conn, scope_id, revision, wanted, limit),
+                lambda conn: reads.fts5_candidates(conn, scope_id, revision, wanted, limit, where),
                 "searching the full-text index",
             )
         postings = self._terms.get(scope_id)
-        return await self._read(
-            lambda conn: fulltext.fts_candidates(
-                postings, conn, revision, wanted, limit, fields or FieldWeights()
-            ),
-            "searching the full-text index",
-        )
+
+        def work(conn: sqlite3.Connection) -> list[FtsCandidate]:
+            allowed = reads.filtered_keys(conn, scope_id, revision, where)
+            return fulltext.fts_candidates(
+                postings, conn, revision, wanted, limit, fields or FieldWeights(), allowed
+            )
+
+        return await self._read(work, "searching the full-text index")
 
     async def vector_candidates(
-        self, scope_id: str, revision: int, profile_id: str, query: Vector, *, limit: int
+        self,
+        scope_id: str,
+        revision: int,
+        profile_id: str,
+        query: Vector,
+        *,
+        limit: int,
+        where: MemoryFilter | None = None,
     ) -> list[VectorCandidate]:
         vector = np.asarray(query, dtype=np.float32)
         if vector.ndim != 1 or not np.all(np.isfinite(vector)):
@@ -163,9 +198,10 @@ class SqliteMemoryStore:
         matrix = self._vectors.get(scope_id, profile_id)
 
         def work(conn: sqlite3.Connection) -> list[VectorCandidate]:
+            allowed = reads.filtered_keys(conn, scope_id, revision, where)
             with matrix.lock:
                 matrix.refresh(conn)
-                return matrix.search(revision, vector, limit)
+                return matrix.search(revision, vector, limit, allowed)
 
         return await self._read(work, "searching vectors")
 
@@ -254,6 +290,11 @@ class SqliteMemoryStore:
             )
 
         await asyncio.to_thread(run)
+
+    async def active_count(self, scope_id: str, revision: int) -> int:
+        return await self._read(
+            lambda conn: reads.active_count(conn, scope_id, revision), "counting entries"
+        )
 
     async def scope_ids(self) -> list[str]:
         return await self._read(reads.scope_ids, "listing scopes")

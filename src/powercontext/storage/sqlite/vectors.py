@@ -175,7 +175,15 @@ class VectorMatrix:
     def active_count(self, revision: int) -> int:
         return int(np.count_nonzero(self._active(revision)))
 
-    def search(self, revision: int, query: Vector, limit: int) -> list[VectorCandidate]:
+    def search(
+        self,
+        revision: int,
+        query: Vector,
+        limit: int,
+        allowed: Int64Array | None = None,
+    ) -> list[VectorCandidate]:
+        """Nearest versions active at `revision`; with `allowed` (a filter's keys), only
+        those, compared exactly so that the filter holds before the top `limit` is taken."""
         if self.size == 0 or limit <= 0:
             return []
         q = unit(query)
@@ -185,6 +193,9 @@ class VectorMatrix:
                 f"stores {self.dimension}"
             )
         active = self._active(revision)
+        if allowed is not None:
+            active = active & np.isin(self.keys[: self.size], allowed)
+            return self._exact(active, q, limit) if active.any() else []
         count = int(np.count_nonzero(active))
         if count == 0:
             return []

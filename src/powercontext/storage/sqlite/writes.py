@@ -7,12 +7,19 @@ COMMIT; the head UPDATE also names the head it read, so the swap is stated in SQ
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 from powercontext.memory.errors import MemoryValidationError, NotFoundError
-from powercontext.memory.ports import CommitResult, NewVersion, PlannedChange, Vector
+from powercontext.memory.ports import (
+    CommitResult,
+    IdempotencyClaim,
+    NewVersion,
+    PlannedChange,
+    Vector,
+)
 from powercontext.storage.common import conflict, encode_metadata, unit_vectors
 
 CHUNK = 500
@@ -57,8 +64,17 @@ def commit(
     expected_head: int | None,
     changes: Sequence[PlannedChange],
     now: datetime,
+    idempotency: IdempotencyClaim | None = None,
 ) -> CommitResult:
     expected = expected_head or None  # 0 and None both mean "no revision yet"
+    if (
+        idempotency is not None
+        and conn.execute(
+            "SELECT 1 FROM idempotency_keys WHERE scope_id = ? AND idempotency_key = ?",
+            (scope_id, idempotency.key),
+        ).fetchone()
+    ):
+        raise conflict("the idempotency key was recorded by another write", expected, None)
     row = conn.execute(
         "SELECT scope_key, head_revision FROM scopes WHERE scope_id = ?", (scope_id,)
     ).fetchone()
@@ -143,6 +159,12 @@ def commit(
             for seq, change in enumerate(changes, start=1)
         ],
     )
+    if idempotency is not None:
+        conn.execute(
+            "INSERT INTO idempotency_keys (scope_id, idempotency_key, body_hash, revision, "
+            "version_keys) VALUES (?, ?, ?, ?, ?)",
+            (scope_id, idempotency.key, idempotency.body_hash, revision, json.dumps(keys)),
+        )
     return CommitResult(revision=revision, created_at=now, keys=keys)
 
 

@@ -1,0 +1,44 @@
+"""`powercontext memory scopes`: the scopes this key may use, with head and entry count."""
+
+from __future__ import annotations
+
+import asyncio
+
+from rich.table import Table
+
+from powercontext.cli import output
+from powercontext.cli.errors import fail_on_errors
+from powercontext.cli.memory_options import ApiKey, AsJson, Local, ServerUrl
+from powercontext.memory.scopes import ScopeSummary
+
+
+async def _scopes(
+    local: bool, server_url: str | None, api_key: str | None
+) -> tuple[ScopeSummary, ...]:
+    if local:
+        from powercontext.runtime import open_runtime
+
+        async with open_runtime() as runtime:
+            return await runtime.memory.scopes()
+    from powercontext.client import PowerContextClient
+
+    async with PowerContextClient(server_url, api_key=api_key) as client:
+        return await client.memory.scopes()
+
+
+def scopes(
+    local: Local = False,
+    server_url: ServerUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """List the scopes this key may use, with head revision and active entry count."""
+    with fail_on_errors():
+        found = asyncio.run(_scopes(local, server_url, api_key))
+    if as_json:
+        output.print_json({"scopes": [s.model_dump(mode="json") for s in found]})
+        return
+    table = Table("scope", "head", "entries")
+    for summary in found:
+        table.add_row(summary.scope_id, str(summary.memory_ref.revision), str(summary.entry_count))
+    output.console.print(table)

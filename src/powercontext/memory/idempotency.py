@@ -1,0 +1,60 @@
+"""Idempotent writes: a retry with the same key and body returns the original result.
+
+The key and a hash of the write's body are recorded in the commit's own transaction (see
+MemoryStore.commit), so a write that committed after its client gave up is found by the retry
+instead of being written again. The same key with another body is refused (409).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from powercontext.memory.entries import entry_from_stored
+from powercontext.memory.errors import IdempotencyConflictError, MemoryValidationError
+from powercontext.memory.models import MemoryRef, MemoryWriteResult
+from powercontext.memory.ports import IdempotencyClaim, IdempotentWrite, MemoryStore
+
+_NOT_HASHED = {"idempotency_key"}
+
+
+def claim_for(op: str, requests: Sequence[BaseModel]) -> IdempotencyClaim | None:
+    """The claim of a write whose requests all carry one key (None when none carries one)."""
+    keys = {getattr(request, "idempotency_key", None) for request in requests}
+    if len(keys) > 1:
+        raise MemoryValidationError("entries of one batch must share one idempotency_key")
+    (key,) = keys
+    if key is None:
+        return None
+    body = [request.model_dump(mode="json", exclude=_NOT_HASHED) for request in requests]
+    canonical = json.dumps({"op": op, "body": body}, sort_keys=True, ensure_ascii=False)
+    return IdempotencyClaim(key=key, body_hash=hashlib.sha256(canonical.encode()).hexdigest())
+
+
+def check_body(claim: IdempotencyClaim, recorded: IdempotentWrite) -> None:
+    if recorded.body_hash != claim.body_hash:
+        raise IdempotencyConflictError(
+            "this idempotency_key was used by another write with a different body"
+        )
+
+
+async def replay(
+    store: MemoryStore, scope_id: str, recorded: IdempotentWrite, pending: int
+) -> MemoryWriteResult:
+    """The original result of a recorded write: its revision and the versions it wrote.
+
+    `vectors_pending` is today's count (at most the batch size), not the original one."""
+    stored = await store.fetch_versions(scope_id, recorded.keys)
+    entries = tuple(
+        entry_from_stored(scope_id, recorded.revision, stored[key])
+        for key in recorded.keys
+        if key in stored
+    )
+    return MemoryWriteResult(
+        memory_ref=MemoryRef(scope_id=scope_id, revision=recorded.revision),
+        entries=entries,
+        vectors_pending=min(pending, len(entries)),
+    )

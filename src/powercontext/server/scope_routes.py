@@ -1,0 +1,36 @@
+"""v1 route listing the scopes the caller's key may use."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from pydantic import Field
+
+from powercontext.server.routes import Caller, _json, _operation_id, _responses, state_of
+from powercontext.server.schemas import MemoryRefModel, _Wire
+
+scope_router = APIRouter(prefix="/v1", tags=["memory"], generate_unique_id_function=_operation_id)
+
+
+class ScopeSummaryModel(_Wire):
+    scope_id: str = Field(description="The scope.")
+    memory_ref: MemoryRefModel = Field(description="Its head revision.")
+    entry_count: int = Field(ge=0, description="Entries active at the head.")
+
+
+class ScopesResponse(_Wire):
+    scopes: list[ScopeSummaryModel] = Field(
+        description="Every scope with at least one revision that the key may use, by scope_id."
+    )
+
+
+@scope_router.get(
+    "/scopes",
+    response_model=ScopesResponse,
+    responses=_responses(),
+    summary="List the scopes this key may use, with head revision and entry count",
+)
+async def list_scopes(caller: Caller, request: Request) -> Response:
+    runtime = state_of(request).runtime
+    assert runtime is not None, "the lifespan opens the runtime before serving"
+    found = await runtime.memory.scopes(caller.allows)
+    return _json(ScopesResponse.model_validate({"scopes": [s.model_dump() for s in found]}))
