@@ -18,6 +18,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import uvicorn
 
@@ -66,14 +67,21 @@ def _serve_workers(settings: ServerSettings, workers: int) -> None:
         "powercontext.server.runner:worker_app",
         factory=True,
         workers=workers,
-        host=settings.http.host,
-        port=settings.http.port,
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-        server_header=False,
+        **_uvicorn_options(settings),
     )
+
+
+def _uvicorn_options(settings: ServerSettings) -> dict[str, Any]:
+    """What every way of serving passes uvicorn: our own logging, no server header."""
+    return {
+        "host": settings.http.host,
+        "port": settings.http.port,
+        "log_config": None,
+        "access_log": False,
+        "lifespan": "on",
+        "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_SECONDS,
+        "server_header": False,
+    }
 
 
 async def _check_opens(settings: ServerSettings) -> None:
@@ -92,14 +100,5 @@ async def _serve(settings: ServerSettings) -> None:
     observer = app.state.powercontext.metrics.observe_search
     async with open_runtime(settings, search_observer=observer) as runtime:
         opened.append(runtime)
-        config = uvicorn.Config(
-            app,
-            host=settings.http.host,
-            port=settings.http.port,
-            log_config=None,
-            access_log=False,
-            lifespan="on",
-            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-            server_header=False,
-        )
+        config = uvicorn.Config(app, **_uvicorn_options(settings))
         await uvicorn.Server(config).serve()
