@@ -37,6 +37,7 @@ from powercontext.server.schemas import (
     SearchResponse,
     WriteResultModel,
 )
+from powercontext.server.scope_routes import ListScopesRequest, ScopesResponse
 from tests.http.conftest import KEY_A, KEY_ALL, KEY_B, Served
 
 TOOL_MODELS = {
@@ -53,6 +54,7 @@ TOOL_MODELS = {
     "get_entry_by_id": (EntryByIdRequest, EntryModel),
     "list_changes": (ChangesRequest, ChangesPageModel),
     "head": (HeadRequest, HeadResponse),
+    "list_scopes": (ListScopesRequest, ScopesResponse),
 }
 
 
@@ -325,6 +327,28 @@ async def test_a_key_only_reaches_its_own_scopes(auth_server: Served) -> None:
         assert [hit["text"] for hit in found["hits"]] == [f"{word} in a"]
         listed = _ok(await client_all.call_tool("list_entries", {"scope_id": "scope-b"}))
         assert all(word not in e["text"] for e in listed["entries"])
+
+
+async def test_list_scopes_lists_only_the_keys_own_scopes(auth_server: Served) -> None:
+    word = _unique("lapwing")
+    async with mcp_client(auth_server, KEY_A) as client_a:
+        _ok(await client_a.call_tool("remember", {"scope_id": "scope-a", "text": f"{word} a"}))
+        listed_a = _ok(await client_a.call_tool("list_scopes", {}))
+    async with mcp_client(auth_server, KEY_B) as client_b:
+        _ok(await client_b.call_tool("remember", {"scope_id": "scope-b", "text": f"{word} b"}))
+        listed_b = _ok(await client_b.call_tool("list_scopes", {}))
+    async with mcp_client(auth_server, KEY_ALL) as client_all:
+        listed_all = _ok(await client_all.call_tool("list_scopes", {}))
+    ScopesResponse.model_validate(listed_a)
+    assert [s["scope_id"] for s in listed_a["scopes"]] == ["scope-a"]
+    assert [s["scope_id"] for s in listed_b["scopes"]] == ["scope-b"]
+    assert {"scope-a", "scope-b"} <= {s["scope_id"] for s in listed_all["scopes"]}
+    (a,) = listed_a["scopes"]
+    assert a["memory_ref"]["scope_id"] == "scope-a" and a["entry_count"] >= 1
+    # The same answer as GET /v1/scopes for that key.
+    async with httpx.AsyncClient(base_url=auth_server.url) as http:
+        reply = await http.get("/v1/scopes", headers={"Authorization": f"Bearer {KEY_A}"})
+    assert reply.json() == listed_a
 
 
 def test_foreign_host_header_is_rejected(open_server: Served) -> None:

@@ -41,7 +41,13 @@ from powercontext.memory.error_codes import BY_CODE
 from powercontext.memory.errors import PowerContextError
 from powercontext.server.auth import ApiKeyAuthority, KeyGrant, is_loopback
 from powercontext.server.errors import UnauthorizedError, describe, error_response
-from powercontext.server.mcp_tools import INSTRUCTIONS, MEMORY_TOOLS, ScopedBody
+from powercontext.server.mcp_tools import (
+    INSTRUCTIONS,
+    MEMORY_TOOLS,
+    Handler,
+    KeyHandler,
+    ScopedBody,
+)
 from powercontext.server.routes import ServerState
 
 log = logging.getLogger("powercontext.mcp")
@@ -164,11 +170,15 @@ class McpTools:
         try:
             grant = self._grant(ctx)
             body = tool.request.model_validate(params.arguments or {})
-            scope_id = cast(ScopedBody, body).scope_id  # every v1 memory request has one
-            grant.require(scope_id)
             runtime = self._state.runtime
             assert runtime is not None, "the lifespan opens the runtime before serving"
-            result = await tool.handler(runtime.memory.for_scope(scope_id), body)
+            if not tool.scoped:
+                result = await cast(KeyHandler, tool.handler)(runtime, grant)
+            else:
+                scope_id = cast(ScopedBody, body).scope_id  # every scoped request has one
+                grant.require(scope_id)
+                handler = cast(Handler, tool.handler)
+                result = await handler(runtime.memory.for_scope(scope_id), body)
         except ValidationError as exc:
             return _validation_error(exc)
         except PowerContextError as exc:

@@ -24,6 +24,8 @@ from powercontext.memory.models import (
     ReviseMemoryRequest,
 )
 from powercontext.memory.scoped import ScopedMemory
+from powercontext.runtime import Runtime
+from powercontext.server.auth import KeyGrant
 from powercontext.server.history import EntryByIdRequest, EntryHistoryModel, HistoryRequest
 from powercontext.server.routes import (
     batch_search_response,
@@ -52,6 +54,7 @@ from powercontext.server.schemas import (
     SearchResponse,
     WriteResultModel,
 )
+from powercontext.server.scope_routes import ListScopesRequest, ScopesResponse, scopes_of
 
 INSTRUCTIONS = (
     "PowerContext is durable, revisioned memory. Every tool names a `scope_id` (a tenant, "
@@ -62,6 +65,8 @@ INSTRUCTIONS = (
 )
 
 Handler = Callable[[ScopedMemory, Any], Awaitable[BaseModel]]
+KeyHandler = Callable[[Runtime, KeyGrant], Awaitable[BaseModel]]
+"""A tool that names no scope: what it answers is decided by the caller's key alone."""
 
 
 class ScopedBody(Protocol):
@@ -76,8 +81,11 @@ class MemoryTool:
     description: str
     request: type[BaseModel]
     response: type[BaseModel]
-    handler: Handler
+    handler: Handler | KeyHandler
     annotations: ToolAnnotations
+    scoped: bool = True
+    """True: `handler` is a Handler for the body's scope_id (checked against the key's grant);
+    False: a KeyHandler, given the runtime and the grant itself."""
 
     def describe(self) -> Tool:
         return Tool(
@@ -179,6 +187,10 @@ async def _history(memory: ScopedMemory, body: HistoryRequest) -> BaseModel:
 async def _get_by_id(memory: ScopedMemory, body: EntryByIdRequest) -> BaseModel:
     entry = await memory.get_entry(body.entry_id, revision=body.revision)
     return EntryModel.model_validate(entry.model_dump())
+
+
+async def _list_scopes(runtime: Runtime, caller: KeyGrant) -> BaseModel:
+    return await scopes_of(runtime, caller)
 
 
 def _annotations(
@@ -305,5 +317,15 @@ MEMORY_TOOLS: tuple[MemoryTool, ...] = (
         HeadResponse,
         _head,
         _annotations("Head revision", read_only=True),
+    ),
+    MemoryTool(
+        "list_scopes",
+        "The scopes this key may use that hold at least one revision, with each one's head "
+        "revision and active entry count (the same list as GET /v1/scopes).",
+        ListScopesRequest,
+        ScopesResponse,
+        _list_scopes,
+        _annotations("List scopes", read_only=True),
+        scoped=False,
     ),
 )

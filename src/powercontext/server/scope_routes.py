@@ -5,6 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from pydantic import Field
 
+from powercontext.runtime import Runtime
+from powercontext.server.auth import KeyGrant
 from powercontext.server.routes import Caller, _json, _operation_id, _responses, state_of
 from powercontext.server.schemas import MemoryRefModel, _Wire
 
@@ -32,5 +34,14 @@ class ScopesResponse(_Wire):
 async def list_scopes(caller: Caller, request: Request) -> Response:
     runtime = state_of(request).runtime
     assert runtime is not None, "the lifespan opens the runtime before serving"
+    return _json(await scopes_of(runtime, caller))
+
+
+class ListScopesRequest(_Wire):
+    """No arguments: the key alone decides which scopes are listed."""
+
+
+async def scopes_of(runtime: Runtime, caller: KeyGrant) -> ScopesResponse:
+    """The scopes `caller` may use (GET /v1/scopes and the MCP tool `list_scopes`)."""
     found = await runtime.memory.scopes(caller.allows)
-    return _json(ScopesResponse.model_validate({"scopes": [s.model_dump() for s in found]}))
+    return ScopesResponse.model_validate({"scopes": [s.model_dump() for s in found]})
