@@ -138,7 +138,11 @@ def map_inference_error(exc: Exception, *, operation: str) -> InferenceError:
         return InferenceUnavailableError(
             f"{operation} failed: the provider answered HTTP {exc.status_code} ({kind})"
         )
-    if isinstance(exc, ModelAPIError) and isinstance(exc.__cause__, ValueError):
+    if isinstance(exc, ModelAPIError) and (
+        isinstance(exc.__cause__, ValueError) or isinstance(exc, UnexpectedModelBehavior)
+    ):
+        # Newer pydantic-ai raises ModelInvalidResponseError (both an API error and unexpected
+        # behaviour) for a body that does not decode; older ones chain the ValueError.
         # A 200 whose body does not decode (JSONDecodeError, UnicodeDecodeError): the provider
         # answered, but not with usable output.
         return InvalidInferenceOutputError(
