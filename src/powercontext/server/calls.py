@@ -65,6 +65,7 @@ def admit(operation: Operation, call: Call, body: Any) -> None:
 async def perform(operation: Operation, call: Call, body: Any) -> BaseModel:
     """Run `operation` for `call`: the scope rule first, then the handler."""
     admit(operation, call, body)
+    assert operation.handler is not None, f"{operation.name} is served by a raw route only"
     return await operation.handler(call, body)
 
 

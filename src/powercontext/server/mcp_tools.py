@@ -58,6 +58,7 @@ def _tool(operation: Operation, tool: McpTool) -> MemoryTool:
         idempotent_hint=read_only,
         open_world_hint=False,
     )
+    assert operation.handler is not None, f"{tool.name}: a tool needs the operation's handler"
     request = tool.request or operation.request
     assert isinstance(request, type), f"{tool.name}: a union request needs McpTool.request"
     return MemoryTool(tool.name, tool.description, request, operation, annotations)

@@ -62,9 +62,10 @@ class HttpRoute:
     """The OpenAPI operationId when it is not the operation's name (kept for compatibility)."""
     raw: RawEndpoint | None = None
     request_media_type: str = "application/json"
-    """Documented request body type of a raw route (e.g. `application/x-ndjson`: one
+    """The request body type a raw POST route documents (e.g. `application/x-ndjson`: one
     `Operation.request` per line)."""
     response_media_type: str = "application/json"
+    """The answer's type (e.g. `application/x-ndjson`: one `Operation.response` per line)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +93,9 @@ class Operation:
     request: Any
     """A wire model, or a union of models the handler tells apart."""
     response: type[BaseModel]
-    handler: Handler
+    """The answer; for a raw route streaming NDJSON, the model of one line."""
+    handler: Handler | None
+    """None only for an operation served by a raw HTTP route alone (no MCP tool)."""
     writes: bool
     http: HttpRoute | None
     tools: tuple[McpTool, ...] = ()

@@ -12,12 +12,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
 from fastapi.routing import APIRoute
-from pydantic import BaseModel
-from starlette.responses import Response
+from pydantic import BaseModel, TypeAdapter
+from starlette.responses import JSONResponse, Response
 
 from powercontext import __version__
 from powercontext.memory.error_codes import described
 from powercontext.server.calls import Call, Caller, perform
+from powercontext.server.contract import RAW_SCHEMAS
 from powercontext.server.metrics import CONTENT_TYPE
 from powercontext.server.operations import OPERATIONS, HttpRoute, Operation
 from powercontext.server.schemas import ErrorEnvelope, HealthResponse, ReadyResponse
@@ -66,12 +67,23 @@ def _endpoint(operation: Operation, route: HttpRoute) -> Any:
 
 
 def _raw_openapi(operation: Operation, route: HttpRoute) -> dict[str, Any] | None:
+    """The request body a raw POST route reads itself, documented with its model."""
     if route.raw is None or route.method != "POST":
         return None
-    schema = {"$ref": f"#/components/schemas/{operation.request.__name__}"}
-    return {
-        "requestBody": {"required": True, "content": {route.request_media_type: {"schema": schema}}}
-    }
+    schema = TypeAdapter(operation.request).json_schema(
+        ref_template="#/components/schemas/{model}", mode="validation"
+    )
+    nested = schema.pop("$defs", {})
+    content = {route.request_media_type: {"schema": schema}}
+    return {"requestBody": {"required": True, "content": content}, RAW_SCHEMAS: nested}
+
+
+def _response_class(route: HttpRoute) -> type[Response]:
+    """JSON, or a raw route's own type. Only the documentation uses it (a raw endpoint returns
+    its own response); a JSONResponse subclass makes FastAPI document the response model."""
+    if route.response_media_type == "application/json":
+        return JSONResponse
+    return type("RawResponse", (JSONResponse,), {"media_type": route.response_media_type})
 
 
 def register_operations(router: APIRouter, operations: Iterable[Operation]) -> None:
@@ -80,18 +92,13 @@ def register_operations(router: APIRouter, operations: Iterable[Operation]) -> N
         route = operation.http
         if route is None:
             continue
-        response_content: dict[str, Any] | None = None
-        if route.response_media_type != "application/json":
-            response_content = {route.response_media_type: {}}
-        responses = error_responses(*route.errors)
-        if response_content is not None:
-            responses[200] = {"content": response_content}
         router.add_api_route(
             route.path,
             _endpoint(operation, route),
             methods=[route.method],
             response_model=operation.response,
-            responses=responses,
+            responses=error_responses(*route.errors),
+            response_class=_response_class(route),
             summary=operation.summary,
             name=operation.operation_id,
             tags=["memory"],

@@ -63,18 +63,12 @@ def remember_one(body: RememberOneRequest) -> RememberMemoryRequest:
 
 def remember_batch(body: RememberBatchRequest) -> list[RememberMemoryRequest]:
     # The entries were validated with the runtime's own types; skip validating them twice.
+    shared: dict[str, Any] = {
+        "expected_revision": body.expected_revision,
+        "idempotency_key": body.idempotency_key,
+    }
     return [
-        RememberMemoryRequest.model_construct(
-            kind=e.kind,
-            text=e.text,
-            metadata=e.metadata,
-            reason=e.reason,
-            thread=e.thread,
-            occurred_at=e.occurred_at,
-            expected_revision=body.expected_revision,
-            idempotency_key=body.idempotency_key,
-        )
-        for e in body.entries
+        RememberMemoryRequest.model_construct(**dict(entry), **shared) for entry in body.entries
     ]
 
 
