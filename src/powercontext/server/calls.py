@@ -8,11 +8,12 @@ grant again, so no handler can forget the check.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
-from fastapi import Depends, Request
+from fastapi import Body, Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
@@ -89,3 +90,18 @@ async def _caller(
 
 Caller = Annotated[KeyGrant, Depends(_caller)]
 """The HTTP caller's grant: a dependency resolved before the body is validated (401 first)."""
+
+
+def _parameter(name: str, annotation: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation)
+
+
+def declare_endpoint(endpoint: Any, name: str, body: Any | None) -> Any:
+    """Give an endpoint generated from a row the signature FastAPI reads: the request, the
+    caller's grant (authenticated first) and, unless None, the body as `body`'s model(s)."""
+    parameters = [_parameter("request", Request), _parameter("grant", Caller)]
+    if body is not None:
+        parameters.append(_parameter("body", Annotated[body, Body()]))
+    endpoint.__signature__ = inspect.Signature(parameters)
+    endpoint.__name__ = name
+    return endpoint

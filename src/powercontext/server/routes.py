@@ -6,18 +6,17 @@ validated), then `perform` checks the operation's scope rule before its handler 
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterable
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Body, Request
+from fastapi import APIRouter, Request
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, TypeAdapter
 from starlette.responses import JSONResponse, Response
 
 from powercontext import __version__
 from powercontext.memory.error_codes import described
-from powercontext.server.calls import Call, Caller, perform
+from powercontext.server.calls import Call, declare_endpoint, perform
 from powercontext.server.contract import RAW_SCHEMAS
 from powercontext.server.metrics import CONTENT_TYPE
 from powercontext.server.operations import OPERATIONS, HttpRoute, Operation
@@ -41,10 +40,6 @@ def _json(model: BaseModel, status_code: int = 200) -> Response:
     return Response(model.model_dump_json(), status_code=status_code, media_type="application/json")
 
 
-def _parameter(name: str, annotation: Any) -> inspect.Parameter:
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation)
-
-
 def _endpoint(operation: Operation, route: HttpRoute) -> Any:
     """The FastAPI endpoint of one row: its signature is built from the row's models, so
     FastAPI validates and documents the body exactly as a hand-written route would."""
@@ -58,12 +53,8 @@ def _endpoint(operation: Operation, route: HttpRoute) -> Any:
             body = operation.request()
         return _json(await perform(operation, call, body))
 
-    parameters = [_parameter("request", Request), _parameter("grant", Caller)]
-    if route.method == "POST" and raw is None:
-        parameters.append(_parameter("body", Annotated[operation.request, Body()]))
-    endpoint.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    endpoint.__name__ = operation.operation_id
-    return endpoint
+    body = operation.request if route.method == "POST" and raw is None else None
+    return declare_endpoint(endpoint, operation.operation_id, body)
 
 
 def _raw_openapi(operation: Operation, route: HttpRoute) -> dict[str, Any] | None:

@@ -9,16 +9,15 @@ the OpenAPI schema.
 
 from __future__ import annotations
 
-import inspect
 import json
 from importlib.resources import files
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Body, Request
+from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from powercontext.memory.errors import NotFoundError
-from powercontext.server.calls import Call, Caller, admit
+from powercontext.server.calls import Call, admit, declare_endpoint
 from powercontext.server.operations import OPERATIONS, InspectorRoute, Operation
 from powercontext.server.state import state_of
 
@@ -69,10 +68,6 @@ async def inspector_asset(name: str) -> Response:
     return Response(_asset(name), media_type=media_type, headers=_SECURITY_HEADERS)
 
 
-def _parameter(name: str, annotation: Any) -> inspect.Parameter:
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation)
-
-
 def _endpoint(operation: Operation, route: InspectorRoute) -> Any:
     async def endpoint(request: Request, grant: Any, body: Any = None) -> Response:
         if body is None:  # a GET: the request model takes no arguments
@@ -81,12 +76,8 @@ def _endpoint(operation: Operation, route: InspectorRoute) -> Any:
         admit(operation, call, body)
         return _json(await route.view(call, body))
 
-    parameters = [_parameter("request", Request), _parameter("grant", Caller)]
-    if route.method == "POST":
-        parameters.append(_parameter("body", Annotated[operation.request, Body()]))
-    endpoint.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    endpoint.__name__ = "inspector_" + operation.name
-    return endpoint
+    body = operation.request if route.method == "POST" else None
+    return declare_endpoint(endpoint, "inspector_" + operation.name, body)
 
 
 for _operation in OPERATIONS:
