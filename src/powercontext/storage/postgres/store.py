@@ -32,7 +32,8 @@ from powercontext.memory.ports import (
     Vector,
     VectorCandidate,
 )
-from powercontext.memory.search.fields import FieldWeights, expand
+from powercontext.memory.search import bm25
+from powercontext.memory.search.fields import FieldWeights
 from powercontext.storage.common import unit_vectors, validate_plan
 from powercontext.storage.filter_sql import filter_sql
 from powercontext.storage.postgres import fulltext, reads, vectors, writes
@@ -220,17 +221,16 @@ class PostgresMemoryStore:
         base = fulltext.clean_terms(str(term) for term in terms)
         if not base or limit <= 0:
             return []
-        # Each query term also matches its neighbour and speaker fields (search.fields), with
-        # binary term frequency like the own field; |d| counts the lexemes of every field.
-        expanded = {
-            lexeme: (term, scale)
-            for term in base
-            for lexeme, scale in expand(term, fields or FieldWeights())
-        }
-        wanted = fulltext.clean_terms(expanded)
+        # Each query term is scored over its own, neighbour and speaker fields (search.bm25).
+        weights = fields or FieldWeights()
+        wanted = fulltext.clean_terms(
+            f.prefix + term for term in base for f in bm25.scored_fields(weights)
+        )
         async with self._connection("searching the full-text index") as conn:
             cur = await conn.execute(
-                "SELECT active_count, lexeme_total FROM scopes WHERE scope_id = %s", (scope_id,)
+                "SELECT active_count, own_length_total, context_length_total FROM scopes "
+                "WHERE scope_id = %s",
+                (scope_id,),
             )
             scope = await cur.fetchone()
             if scope is None:
@@ -241,7 +241,7 @@ class PostgresMemoryStore:
             )
             frequencies = {row[0]: int(row[1]) for row in await cur.fetchall()}
             plan = fulltext.plan_ranking(
-                wanted, frequencies, int(scope[0]), int(scope[1]), expanded
+                base, frequencies, int(scope[0]), int(scope[1]), int(scope[2]), weights
             )
             if plan is None:
                 return []
