@@ -117,7 +117,7 @@ async def test_large_revisions_walk_the_hnsw_graph_and_stay_filtered(
     assert vectors.index_name("p") in await _plan(store, query, 1)
 
     approximate = await store.vector_candidates("big", 1, "p", query, limit=30)
-    exact = await store.exact_vector_candidates("big", 1, "p", query, limit=100)
+    exact = await store.vector_candidates("big", 1, "p", query, limit=100, exact=True)
     assert [c.key for c in exact] == [result.keys[i] for i in np.argsort(-(matrix @ query))[:100]]
     recall = len({c.key for c in approximate} & {c.key for c in exact[:30]}) / 30
     assert recall >= 0.8, recall

@@ -34,7 +34,7 @@ from powercontext.memory.ports import (
 )
 from powercontext.memory.search import bm25
 from powercontext.memory.search.fields import FieldWeights
-from powercontext.storage.common import unit_vectors, validate_plan
+from powercontext.storage.common import query_array, unit_vectors, validate_plan
 from powercontext.storage.filter_sql import filter_sql
 from powercontext.storage.postgres import fulltext, reads, vectors, writes
 from powercontext.storage.postgres.connection import PostgresOptions, connect, split_url
@@ -279,31 +279,10 @@ class PostgresMemoryStore:
         *,
         limit: int,
         where: MemoryFilter | None = None,
+        exact: bool = False,
     ) -> list[VectorCandidate]:
-        return await self._nearest(
-            scope_id, revision, profile_id, query, limit, exact=False, where=where
-        )
-
-    async def exact_vector_candidates(
-        self, scope_id: str, revision: int, profile_id: str, query: Vector, *, limit: int
-    ) -> list[VectorCandidate]:
-        """vector_candidates by exhaustive comparison, never an index (benchmarks, tests)."""
-        return await self._nearest(scope_id, revision, profile_id, query, limit, exact=True)
-
-    async def _nearest(
-        self,
-        scope_id: str,
-        revision: int,
-        profile_id: str,
-        query: Vector,
-        limit: int,
-        *,
-        exact: bool,
-        where: MemoryFilter | None = None,
-    ) -> list[VectorCandidate]:
-        vector = np.asarray(query, dtype=np.float32)
-        if vector.ndim != 1 or not np.all(np.isfinite(vector)):
-            raise MemoryValidationError("the query vector must be a finite 1-D array")
+        """`exact` compares exhaustively, never through the index (benchmarks, tests)."""
+        vector = query_array(query)
         norm = float(np.linalg.norm(vector))
         if limit <= 0 or norm == 0.0:
             return []  # a zero vector has no direction: nothing is near it

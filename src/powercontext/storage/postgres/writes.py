@@ -20,7 +20,7 @@ from psycopg.rows import TupleRow
 
 from powercontext.memory.errors import MemoryValidationError, NotFoundError
 from powercontext.memory.ports import CommitResult, IdempotencyClaim, NewVersion, PlannedChange
-from powercontext.storage.common import conflict, encode_metadata
+from powercontext.storage.common import conflict, version_fields
 from powercontext.storage.postgres.fulltext import indexed_text
 
 _VERSION_COLUMNS = (
@@ -147,12 +147,7 @@ async def _copy_versions(
                 (
                     scope_id,
                     key,
-                    new.entry_id,
-                    new.entry_version_id,
-                    new.version,
-                    new.kind,
-                    new.text,
-                    encode_metadata(new.metadata),
+                    *version_fields(new),
                     created_at,
                     revision,
                     indexed.literal,

@@ -428,20 +428,6 @@ def _rows_of(keys: npt.NDArray[np.int64], wanted: npt.NDArray[np.int64]) -> npt.
     return found
 
 
-def fts_candidates(
-    index: ScopeTerms,
-    conn: sqlite3.Connection,
-    revision: int,
-    terms: Sequence[str],
-    limit: int,
-    fields: FieldWeights,
-    allowed: npt.NDArray[np.int64] | None = None,
-) -> list[FtsCandidate]:
-    with index.lock:
-        index.refresh(conn)
-        return index.search(revision, terms, limit, fields, allowed)
-
-
 class TermCache:
     """ScopeTerms by scope, least recently used evicted beyond `max_scopes`."""
 
