@@ -22,7 +22,7 @@ from powercontext.storage.postgres import (
 )
 from powercontext.storage.postgres.connection import split_url
 from tests import pg_server
-from tests.contract.builders import add, random_units, retire
+from tests.contract.builders import add, random_units, retire, revise
 
 pytestmark = pytest.mark.postgres
 
@@ -199,3 +199,33 @@ async def test_the_bm25_migration_backfills_lengths_and_rebuild_makes_counts_exa
         assert await cur.fetchone() == (4, {"kayak": 3})
         cur = await conn.execute("SELECT own_length_total, context_length_total FROM scopes")
         assert await cur.fetchone() == (5, 3)
+
+
+async def test_length_totals_follow_commits_retirements_and_rewrites(url: str) -> None:
+    store = await PostgresMemoryStore.open(url)
+    try:
+        first = await store.commit(
+            "s", None, [add("a", tokens="kayak kayak lake _sun"), add("b", tokens="tent @ann _x")]
+        )
+        rows = await store.fetch_versions("s", first.keys)
+        await store.commit(
+            "s",
+            1,
+            [retire(rows[first.keys[0]]), revise(rows[first.keys[1]], "b2"), add("c")],
+        )
+        await store.rewrite_index_tokens("s", [(first.keys[0], "kayak _a _b _c")])  # retired
+    finally:
+        await store.close()
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        cur = await conn.execute(
+            "SELECT s.own_length_total, s.context_length_total, sum(v.own_length), "
+            "sum(v.context_length) FROM scopes s JOIN entry_versions v USING (scope_id) "
+            "WHERE v.removed_revision IS NULL GROUP BY 1, 2"
+        )
+        row = await cur.fetchone()
+        assert row is not None and (row[0], row[1]) == (row[2], row[3]) == (2, 0)
+        cur = await conn.execute(
+            "SELECT own_length, context_length, term_counts FROM entry_versions WHERE key = %s",
+            (first.keys[0],),
+        )
+        assert await cur.fetchone() == (1, 3, None)

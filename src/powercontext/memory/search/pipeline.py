@@ -79,6 +79,8 @@ class Retrieved:
 
 
 class SearchPipeline:
+    """The query-time flow over one MemoryService's store, embedder, reranker and config."""
+
     def __init__(self, service: MemoryService) -> None:
         self._service = service
         self._store = service.store
