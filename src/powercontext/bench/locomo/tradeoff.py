@@ -1,6 +1,6 @@
 """Candidate limit trade-off on LoCoMo: pool recall against the rerank prompt's size.
 
-For fixed candidate limits (10, 20, 30, 50) and for the by-class candidate policy
+For fixed candidate limits (10, 20, 30, 40, 50) and for the by-class candidate policy
 (`powercontext.memory.candidates.by_class.v1`), every question is searched with the limit the
 policy gives it. Without a reranker a search with limit c returns exactly the coarse pool a
 reranker with candidate limit c would see (same channel depth, same fusion), so no model is
@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,10 @@ from powercontext.memory.search.candidates import (
     classify_query,
 )
 
-FIXED_LIMITS = (10, 20, 30, 50)
+MEASURED_LIMITS = (10, 20, 30, 40, 50)
+"""The fixed points of the table and of the curve check. 40 is in the curve on purpose: recall
+is concave in the limit, so a policy near 40 candidates would otherwise beat the straight line
+from 30 to 50 without choosing anything by class."""
 BY_CLASS = "by_class"
 
 
@@ -85,17 +89,157 @@ class TokenCounter:
         await self._client.aclose()
 
 
-def on_or_above_curve(fixed: list[tuple[float, float]], point: tuple[float, float]) -> bool:
-    """Whether (size, recall) reaches the fixed-limit curve, linearly interpolated at `size`
-    (beyond the last fixed point the curve is taken as flat)."""
-    size, recall = point
+def curve_recall(fixed: Sequence[tuple[float, float]], size: float) -> float:
+    """The fixed-limit curve's recall at `size`, linearly interpolated between its points
+    (flat beyond the first and the last)."""
     curve = sorted(fixed)
     if size <= curve[0][0]:
-        return recall >= curve[0][1]
+        return curve[0][1]
     for (s0, r0), (s1, r1) in pairwise(curve):
         if s0 <= size <= s1:
-            return recall >= r0 + (r1 - r0) * (size - s0) / (s1 - s0)
-    return recall >= curve[-1][1]
+            return r0 + (r1 - r0) * (size - s0) / (s1 - s0)
+    return curve[-1][1]
+
+
+def on_or_above_curve(fixed: list[tuple[float, float]], point: tuple[float, float]) -> bool:
+    """Whether (size, recall) reaches the fixed-limit curve at `size`."""
+    size, recall = point
+    return recall >= curve_recall(fixed, size)
+
+
+QuestionRow = dict[str, Any]
+"""One question's measurement: conversation, category, query_class and, per measured limit,
+its pool recall, prompt chars (and tokens) and candidate count."""
+
+
+async def measure_questions(
+    data: Path,
+    out: Path,
+    *,
+    limits: Sequence[int] = MEASURED_LIMITS,
+    mode: SearchMode = "auto",
+    answer_k: int = 10,
+    base_settings: ServerSettings | None = None,
+    tokens: TokenCounter | None = None,
+    write: WriteMode = "turns",
+    conversations: Sequence[str] | None = None,
+) -> tuple[list[QuestionRow], dict[str, Any]]:
+    """Every question with evidence, searched once per limit in `limits`; and the run's facts.
+    Any policy whose limits are among `limits` is then scored from these rows alone."""
+    dataset = load_dataset(data)
+    base = base_settings if base_settings is not None else ServerSettings()
+    needed = sorted(set(limits))
+    settings = bench_settings(base, rerank=False, top_k=max(needed), database_path=out / "t.db")
+    runtime_config = settings.runtime
+    analyzer = AnalyzerConfig(
+        language=runtime_config.analyzer_language,
+        drop_query_stopwords=runtime_config.analyzer_drop_query_stopwords,
+        strip_clitics=runtime_config.analyzer_strip_clitics,
+    )
+    max_chars = runtime_config.memory_rerank_max_candidate_chars
+    chosen = [c for c in dataset.conversations if not conversations or c.sample_id in conversations]
+    rows: list[QuestionRow] = []
+    async with open_in_process(settings) as backend:
+        for conversation in chosen:
+            plan = plan_ingest(conversation, "turn")
+            await backend.ingest(plan.scope_id, plan.requests, write)
+            for qa in conversation.qa:
+                if not qa.evidence:
+                    continue
+                measured: dict[str, dict[str, float]] = {}
+                for limit in needed:
+                    request = SearchMemoryRequest(query=qa.question, limit=limit, mode=mode)
+                    pool = (await backend.search(plan.scope_id, request)).hits
+                    ranking = [frozenset(covered_dia_ids(dict(h.metadata))) for h in pool]
+                    recall = score_ranking(ranking, qa.evidence, [limit])[f"recall@{limit}"]
+                    metrics = {
+                        "pool_recall": recall,
+                        "prompt_chars": float(prompt_chars(qa.question, pool, answer_k, max_chars)),
+                        "candidates": float(len(pool)),
+                    }
+                    if tokens is not None:
+                        text = prompt_text(qa.question, pool, answer_k, max_chars)
+                        metrics["prompt_tokens"] = float(await tokens.count(text))
+                    measured[str(limit)] = metrics
+                rows.append(
+                    {
+                        "conversation": conversation.sample_id,
+                        "question": qa.index,
+                        "category": qa.category,
+                        "category_name": qa.category_name,
+                        "query_class": classify_query(qa.question, analyzer),
+                        "limits": measured,
+                    }
+                )
+        describe = backend.describe()
+    facts = {
+        "data": str(data),
+        "dataset_sha256": dataset.sha256,
+        "conversations": [c.sample_id for c in chosen],
+        "mode": mode,
+        "write": write,
+        "answer_k": answer_k,
+        "max_candidate_chars": max_chars,
+        "tokens": (
+            f"{tokens.model} tokenizer (system + user prompt, no chat template)"
+            if tokens is not None
+            else "not measured: no local rerank model was given (--tokens-model)"
+        ),
+        "backend": describe,
+    }
+    return rows, facts
+
+
+def policy_table(
+    rows: Sequence[QuestionRow], class_limits: Mapping[str, int], fixed: Sequence[int]
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Per policy (fixed-c for c in `fixed`, and by_class under `class_limits`) and per
+    category: mean pool recall, prompt size and candidate count."""
+    chosen: dict[str, list[tuple[int, dict[str, float]]]] = {
+        **{f"fixed-{c}": [] for c in fixed},
+        BY_CLASS: [],
+    }
+    for row in rows:
+        for c in fixed:
+            chosen[f"fixed-{c}"].append((row["category"], row["limits"][str(c)]))
+        limit = class_limits[row["query_class"]]
+        chosen[BY_CLASS].append((row["category"], row["limits"][str(limit)]))
+    return {policy: aggregate(scored) for policy, scored in chosen.items()}
+
+
+def curve_margin(table: Mapping[str, Mapping[str, Mapping[str, float]]]) -> float:
+    """By-class overall recall minus the fixed-limit curve's recall at its mean prompt size,
+    the curve linearly interpolated through every fixed point of `table` (flat beyond)."""
+    curve = sorted(
+        (point[OVERALL]["prompt_chars"], point[OVERALL]["pool_recall"])
+        for policy, point in table.items()
+        if policy.startswith("fixed-")
+    )
+    size, recall = (table[BY_CLASS][OVERALL][m] for m in ("prompt_chars", "pool_recall"))
+    return recall - curve_recall(curve, size)
+
+
+def summarize(
+    rows: Sequence[QuestionRow],
+    facts: Mapping[str, Any],
+    class_limits: Mapping[str, int] | None = None,
+    fixed: Sequence[int] = MEASURED_LIMITS,
+) -> dict[str, Any]:
+    limits_by_class = {**DEFAULT_CLASS_LIMITS, **(class_limits or {})}
+    table = policy_table(rows, limits_by_class, fixed)
+    classes: dict[str, Counter[str]] = {}
+    for row in rows:
+        classes.setdefault(row["category_name"], Counter())[row["query_class"]] += 1
+    margin = curve_margin(table)
+    return {
+        **facts,
+        "candidate_policy": BY_CLASS_POLICY_ID,
+        "class_limits": limits_by_class,
+        "policies": table,
+        "query_classes": {name: dict(counts) for name, counts in classes.items()},
+        "by_class_curve_margin": round(margin, 6),
+        "by_class_on_or_above_fixed_curve": margin >= 0,
+    }
 
 
 async def measure_tradeoff(
@@ -108,83 +252,42 @@ async def measure_tradeoff(
     base_settings: ServerSettings | None = None,
     tokens: TokenCounter | None = None,
     write: WriteMode = "turns",
+    conversations: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    dataset = load_dataset(data)
-    base = base_settings if base_settings is not None else ServerSettings()
-    limits_by_class = {**DEFAULT_CLASS_LIMITS, **(class_limits or {})}
-    needed = sorted(set(FIXED_LIMITS) | set(limits_by_class.values()))
-    settings = bench_settings(base, rerank=False, top_k=max(needed), database_path=out / "t.db")
-    runtime_config = settings.runtime
-    analyzer = AnalyzerConfig(
-        language=runtime_config.analyzer_language,
-        drop_query_stopwords=runtime_config.analyzer_drop_query_stopwords,
-        strip_clitics=runtime_config.analyzer_strip_clitics,
+    limits = sorted(
+        set(MEASURED_LIMITS) | set({**DEFAULT_CLASS_LIMITS, **(class_limits or {})}.values())
     )
-    max_chars = runtime_config.memory_rerank_max_candidate_chars
-    policies = [*(f"fixed-{c}" for c in FIXED_LIMITS), BY_CLASS]
-    rows: dict[str, list[tuple[int, dict[str, float]]]] = {p: [] for p in policies}
-    classes: dict[str, Counter[str]] = {}
-    async with open_in_process(settings) as backend:
-        for conversation in dataset.conversations:
-            plan = plan_ingest(conversation, "turn")
-            await backend.ingest(plan.scope_id, plan.requests, write)
-            for qa in conversation.qa:
-                if not qa.evidence:
-                    continue
-                pools = {}
-                for limit in needed:
-                    request = SearchMemoryRequest(query=qa.question, limit=limit, mode=mode)
-                    pools[limit] = (await backend.search(plan.scope_id, request)).hits
-                query_class = classify_query(qa.question, analyzer)
-                classes.setdefault(qa.category_name, Counter())[query_class] += 1
-                counted: dict[int, int] = {}
-                chosen = {f"fixed-{c}": c for c in FIXED_LIMITS}
-                chosen[BY_CLASS] = limits_by_class[query_class]
-                for policy, limit in chosen.items():
-                    pool = pools[limit]
-                    ranking = [frozenset(covered_dia_ids(dict(h.metadata))) for h in pool]
-                    recall = score_ranking(ranking, qa.evidence, [limit])[f"recall@{limit}"]
-                    size = prompt_chars(qa.question, pool, answer_k, max_chars)
-                    metrics = {
-                        "pool_recall": recall,
-                        "prompt_chars": float(size),
-                        "candidates": float(len(pool)),
-                    }
-                    if tokens is not None:
-                        if limit not in counted:
-                            text = prompt_text(qa.question, pool, answer_k, max_chars)
-                            counted[limit] = await tokens.count(text)
-                        metrics["prompt_tokens"] = float(counted[limit])
-                    rows[policy].append((qa.category, metrics))
-        describe = backend.describe()
-    table = {policy: aggregate(rows[policy]) for policy in policies}
-    fixed_points = [
-        (table[f"fixed-{c}"][OVERALL]["prompt_chars"], table[f"fixed-{c}"][OVERALL]["pool_recall"])
-        for c in FIXED_LIMITS
-    ]
-    by_class = table[BY_CLASS][OVERALL]
-    results = {
-        "data": str(data),
-        "dataset_sha256": dataset.sha256,
-        "mode": mode,
-        "write": write,
-        "answer_k": answer_k,
-        "candidate_policy": BY_CLASS_POLICY_ID,
-        "class_limits": limits_by_class,
-        "max_candidate_chars": max_chars,
-        "tokens": (
-            f"{tokens.model} tokenizer (system + user prompt, no chat template)"
-            if tokens is not None
-            else "not measured: no local rerank model was given (--tokens-model)"
-        ),
-        "policies": table,
-        "query_classes": {name: dict(counts) for name, counts in classes.items()},
-        "by_class_on_or_above_fixed_curve": on_or_above_curve(
-            fixed_points, (by_class["prompt_chars"], by_class["pool_recall"])
-        ),
-        "backend": describe,
-    }
-    return results
+    rows, facts = await measure_questions(
+        data,
+        out,
+        limits=limits,
+        mode=mode,
+        answer_k=answer_k,
+        base_settings=base_settings,
+        tokens=tokens,
+        write=write,
+        conversations=conversations,
+    )
+    return summarize(rows, facts, class_limits)
+
+
+def split_ids(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+@contextlib.contextmanager
+def token_server(spec: str | None) -> Iterator[str | None]:
+    """The address of a local llama.cpp server for `spec`'s tokenizer; None without a spec."""
+    if not spec:
+        yield None
+        return
+    from powercontext.inference.llamacpp import LlamaCppServer, model_path
+
+    server = LlamaCppServer.start(model_path(spec), threads=1, context_size=512)
+    try:
+        yield server.address
+    finally:
+        server.close()
 
 
 def write_tradeoff(results: dict[str, Any], out: Path) -> None:
@@ -222,7 +325,8 @@ def markdown(results: dict[str, Any]) -> str:
         "\n".join(lines)
         + f"\n\nClass limits: {results['class_limits']}. Query classes per category: {classes}."
         + f"\n\nThe by-class policy is {verdict} the fixed-limit curve (overall recall at the"
-        " same mean prompt size, linearly interpolated).\n"
+        " same mean prompt size, linearly interpolated through every fixed point): margin"
+        f" {results['by_class_curve_margin']:+.4f}.\n"
     )
 
 
@@ -267,18 +371,11 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="a llamacpp: model (e.g. llamacpp:smollm2) whose tokenizer counts prompt tokens",
     )
+    parser.add_argument("--conversations", default=None, help="sample ids, comma separated")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    server = None
-    if args.tokens_model:
-        from powercontext.inference.llamacpp import LlamaCppServer, model_path
-
-        server = LlamaCppServer.start(model_path(args.tokens_model), threads=1, context_size=512)
-    try:
-        results = asyncio.run(_measure(args, server.address if server else None))
-    finally:
-        if server is not None:
-            server.close()
+    with token_server(args.tokens_model) as address:
+        results = asyncio.run(_measure(args, address))
     write_tradeoff(results, args.out)
     print(markdown(results))
 
@@ -293,6 +390,7 @@ async def _measure(args: argparse.Namespace, token_address: str | None) -> dict[
             answer_k=args.answer_k,
             tokens=tokens,
             write=args.write,
+            conversations=split_ids(args.conversations),
         )
     finally:
         if tokens is not None:
