@@ -294,6 +294,9 @@ class HttpConfig(_Group):
     api_keys_file: Path | None = None
     allow_unauthenticated_public_bind: bool = False
     max_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    max_write_body_bytes: int = Field(default=1024 * 1024, ge=64 * 1024)
+    """Body limit of remember (one or a batch) and /mcp: parsing JSON holds the GIL and stalls
+    every other request, so large batches are split by the client (the SDK does) instead."""
 
     @field_validator("api_keys")
     @classmethod

@@ -217,7 +217,9 @@ MEMORY_TOOLS: tuple[MemoryTool, ...] = (
     ),
     MemoryTool(
         "remember_batch",
-        "Remember several entries in one revision (all or none); returns their citations.",
+        "Remember several entries in one revision (all or none); returns their citations. "
+        "Over HTTP the request is at most POWERCONTEXT_SERVER_HTTP_MAX_WRITE_BODY_BYTES "
+        "(1 MiB by default): split larger batches.",
         RememberBatchRequest,
         WriteResultModel,
         _remember_batch,

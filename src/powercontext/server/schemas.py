@@ -201,7 +201,8 @@ class RememberEntryModel(_Wire):
 
 
 class RememberOneRequest(RememberEntryModel):
-    """Remember one entry; creates one revision."""
+    """Remember one entry; creates one revision. Remember bodies are limited to
+    POWERCONTEXT_SERVER_HTTP_MAX_WRITE_BODY_BYTES (default 1 MiB; 413 beyond)."""
 
     scope_id: WireScopeId = _scope_field()
     expected_revision: int | None = _expected_field()
@@ -217,8 +218,10 @@ class RememberBatchRequest(_Wire):
         description=(
             "The entries, written in this order in one revision. At most "
             "POWERCONTEXT_SERVER_RUNTIME_MAX_BATCH_ENTRIES (default 50000) entries "
-            "(413 payload_too_large beyond), within the request body limit "
-            "POWERCONTEXT_SERVER_HTTP_MAX_BODY_BYTES (413)."
+            "(413 payload_too_large beyond), within the remember body limit "
+            "POWERCONTEXT_SERVER_HTTP_MAX_WRITE_BODY_BYTES (default 1 MiB; 413 decided from "
+            "Content-Length before the body is read). Larger batches are split into several "
+            "requests (the SDK's remember_many does, one revision per part)."
         ),
     )
     expected_revision: int | None = _expected_field()
