@@ -14,7 +14,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from powercontext.client import PowerContextClient, SyncPowerContextClient
 from powercontext.config import DatabaseConfig, HttpConfig, InferenceConfig, ServerSettings
+from powercontext.memory import MemoryValidationError, RememberMemoryRequest
 from powercontext.server import create_app
 from tests.http.conftest import Served
 from tests.http.live import live_server
@@ -115,3 +117,31 @@ def test_the_write_limit_is_never_above_the_general_one() -> None:
     assert write.max_bytes == 1 << 20 and write.setting.endswith("MAX_WRITE_BODY_BYTES")
     other = body_limit("/v1/memory/search", max_body_bytes=1 << 26, max_write_body_bytes=1 << 20)
     assert other.max_bytes == 1 << 26
+
+
+async def test_the_sdk_splits_a_batch_above_the_limit(
+    open_server: Served, fresh_scope: str
+) -> None:
+    """1.6 MB of entries: one request would be a 413 at the default 1 MiB write limit."""
+    batch = [
+        RememberMemoryRequest(text=f"entry {i} " + "z" * 5000, idempotency_key="big-1")
+        for i in range(320)
+    ]
+    async with PowerContextClient(open_server.url) as client:
+        memory = client.memory.for_scope(fresh_scope)
+        written = await memory.remember_many(batch)
+        assert [e.text for e in written.entries] == [r.text for r in batch]
+        head = await memory.head()
+        assert head is not None and written.memory_ref == head and head.revision == 2
+        # The same call again (as after a lost answer): every part is answered, nothing rewritten.
+        again = await memory.remember_many(batch)
+        assert again == written and await memory.head() == head
+    with SyncPowerContextClient(open_server.url) as sync_client:
+        sync_written = sync_client.memory.for_scope(fresh_scope).remember_many(
+            [r.model_copy(update={"idempotency_key": "big-2"}) for r in batch[:260]]
+        )
+        assert sync_written.memory_ref.revision == 4  # 260 entries: two parts by count
+        with pytest.raises(MemoryValidationError, match="expected_revision"):
+            sync_client.memory.for_scope(fresh_scope).remember_many(
+                [r.model_copy(update={"expected_revision": 4}) for r in batch]
+            )
