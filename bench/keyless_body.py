@@ -4,6 +4,7 @@
     python bench/keyless_body.py --megabytes 30 --rounds 3
     python bench/keyless_body.py --mode keyed --megabytes 32   # a key holder's raw 32 MB body
     python bench/keyless_body.py --mode keyed --megabytes 32 --max-write-body-bytes 67108864
+    python bench/keyless_body.py --mode keyed --megabytes 1 --text-chars 1   # 1 MiB, ~70k entries
 
 A real uvicorn server (auth on, SQLite) gets a valid JSON remember batch of --megabytes on one
 connection, while a keyed client sends `head` requests in a loop on another. Reported: the big
@@ -50,10 +51,15 @@ from tests.http.live import live_server
 KEY = "bench-key-0123456789"
 
 
-def big_body(megabytes: int) -> bytes:
-    entry = b'{"kind": "note", "text": "' + b"x" * 200 + b'", "metadata": {"n": 1}},'
-    count = megabytes * 1024 * 1024 // len(entry)
-    return b'{"scope_id": "bench", "entries": [' + entry * (count - 1) + entry[:-1] + b"]}"
+def big_body(megabytes: float, text_chars: int = 200) -> bytes:
+    """A valid remember batch of at most `megabytes` MiB, of entries with `text_chars` each."""
+    if text_chars <= 1:
+        entry = b'{"text": "x"},'  # the most entries a body can hold
+    else:
+        entry = b'{"kind": "note", "text": "' + b"x" * text_chars + b'", "metadata": {"n": 1}},'
+    head, tail = b'{"scope_id": "bench", "entries": [', b"]}"
+    count = (int(megabytes * 1024 * 1024) - len(head) - len(tail)) // len(entry)
+    return head + entry * (count - 1) + entry[:-1] + tail
 
 
 def one_round(url: str, body: bytes, keyed: bool) -> dict[str, Any]:
@@ -102,7 +108,8 @@ def one_round(url: str, body: bytes, keyed: bool) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--megabytes", type=int, default=60)
+    parser.add_argument("--megabytes", type=float, default=60)
+    parser.add_argument("--text-chars", type=int, default=200, help="1: tiny entries")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--mode", choices=["keyless", "keyed"], default="keyless")
     parser.add_argument(
@@ -112,7 +119,7 @@ def main() -> None:
         help="the server's remember body limit (64 MiB: as before the write limit)",
     )
     args = parser.parse_args()
-    body = big_body(args.megabytes)
+    body = big_body(args.megabytes, args.text_chars)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with tempfile.TemporaryDirectory() as tmp:
         settings = ServerSettings(
@@ -132,6 +139,8 @@ def main() -> None:
         {
             "mode": args.mode,
             "megabytes": args.megabytes,
+            "text_chars": args.text_chars,
+            "body_bytes": len(body),
             "max_write_body_bytes": args.max_write_body_bytes,
             "rounds": rounds,
             # The server runs in this process (a thread): its peak growth, the client's

@@ -145,3 +145,24 @@ async def test_the_sdk_splits_a_batch_above_the_limit(
             sync_client.memory.for_scope(fresh_scope).remember_many(
                 [r.model_copy(update={"expected_revision": 4}) for r in batch]
             )
+
+
+def test_entry_count_is_bounded_before_entries_are_validated(
+    open_server: Served, fresh_scope: str
+) -> None:
+    """1 MiB of tiny entries is ~70k entries (seconds of validation holding the GIL): the
+    wire takes at most MAX_WIRE_BATCH_ENTRIES per request."""
+    from powercontext.server.schemas import MAX_WIRE_BATCH_ENTRIES
+
+    entries = [{"text": "x"}] * (MAX_WIRE_BATCH_ENTRIES + 1)
+    with open_server.client() as client:
+        refused = client.post(
+            "/v1/memory/remember", json={"scope_id": fresh_scope, "entries": entries}
+        )
+        assert refused.status_code == 422, refused.text
+        assert str(MAX_WIRE_BATCH_ENTRIES) in refused.text
+        accepted = client.post(
+            "/v1/memory/remember",
+            json={"scope_id": fresh_scope, "entries": entries[:MAX_WIRE_BATCH_ENTRIES]},
+        )
+        assert accepted.status_code == 200, accepted.text
