@@ -9,12 +9,12 @@ import pytest
 
 from powercontext import ServerSettings
 from powercontext.bench.locomo.tradeoff import (
-    BY_CLASS,
     main,
     measure_tradeoff,
     on_or_above_curve,
     prompt_chars,
 )
+from powercontext.bench.locomo.tradeoff_report import BY_CLASS
 from powercontext.config import InferenceConfig
 from powercontext.memory.models import MemoryHit, MemoryRef
 from powercontext.memory.rerank.listwise import LISTWISE_INSTRUCTIONS

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise
@@ -31,9 +30,10 @@ import httpx
 
 from powercontext import ServerSettings
 from powercontext.bench.locomo.backends import WriteMode, bench_settings, open_in_process
-from powercontext.bench.locomo.dataset import CATEGORY_NAMES, load_dataset
+from powercontext.bench.locomo.dataset import load_dataset
 from powercontext.bench.locomo.ingest import covered_dia_ids, plan_ingest
 from powercontext.bench.locomo.metrics import OVERALL, aggregate, score_ranking
+from powercontext.bench.locomo.tradeoff_report import BY_CLASS, markdown, write_tradeoff
 from powercontext.memory.models import MemoryHit, SearchMemoryRequest, SearchMode
 from powercontext.memory.rerank.listwise import LISTWISE_INSTRUCTIONS, build_listwise_prompt
 from powercontext.memory.search.analyze import AnalyzerConfig
@@ -47,7 +47,7 @@ MEASURED_LIMITS = (10, 20, 30, 40, 50)
 """The fixed points of the table and of the curve check. 40 is in the curve on purpose: recall
 is concave in the limit, so a policy near 40 candidates would otherwise beat the straight line
 from 30 to 50 without choosing anything by class."""
-BY_CLASS = "by_class"
+ISSUE_LIMITS = (10, 20, 30, 50)
 
 
 def prompt_text(query: str, pool: Sequence[MemoryHit], answer_k: int, max_chars: int) -> str:
@@ -207,13 +207,17 @@ def policy_table(
     return {policy: aggregate(scored) for policy, scored in chosen.items()}
 
 
-def curve_margin(table: Mapping[str, Mapping[str, Mapping[str, float]]]) -> float:
+def curve_margin(
+    table: Mapping[str, Mapping[str, Mapping[str, float]]], fixed: Sequence[int] | None = None
+) -> float:
     """By-class overall recall minus the fixed-limit curve's recall at its mean prompt size,
-    the curve linearly interpolated through every fixed point of `table` (flat beyond)."""
+    the curve linearly interpolated through the fixed points `fixed` (default: every fixed
+    point of `table`), flat beyond."""
     curve = sorted(
         (point[OVERALL]["prompt_chars"], point[OVERALL]["pool_recall"])
         for policy, point in table.items()
         if policy.startswith("fixed-")
+        and (fixed is None or int(policy.removeprefix("fixed-")) in fixed)
     )
     size, recall = (table[BY_CLASS][OVERALL][m] for m in ("prompt_chars", "pool_recall"))
     return recall - curve_recall(curve, size)
@@ -238,6 +242,8 @@ def summarize(
         "policies": table,
         "query_classes": {name: dict(counts) for name, counts in classes.items()},
         "by_class_curve_margin": round(margin, 6),
+        # The issue's four points only: the straight 30-50 segment sits below fixed-40.
+        "by_class_curve_margin_without_40": round(curve_margin(table, ISSUE_LIMITS), 6),
         "by_class_on_or_above_fixed_curve": margin >= 0,
     }
 
@@ -288,75 +294,6 @@ def token_server(spec: str | None) -> Iterator[str | None]:
         yield server.address
     finally:
         server.close()
-
-
-def write_tradeoff(results: dict[str, Any], out: Path) -> None:
-    (out / "tradeoff.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    (out / "tradeoff.md").write_text(markdown(results), encoding="utf-8")
-    _chart(results, out / "tradeoff.png")
-
-
-def markdown(results: dict[str, Any]) -> str:
-    table = results["policies"]
-    groups = [OVERALL, *(CATEGORY_NAMES[c] for c in sorted(CATEGORY_NAMES))]
-    groups = [g for g in groups if g in table["fixed-10"]]
-    with_tokens = "prompt_tokens" in table["fixed-10"][OVERALL]
-    tokens_head = "mean prompt tokens | " if with_tokens else ""
-    head = f"| policy | mean candidates | mean prompt chars | {tokens_head}" + " | ".join(
-        f"recall {g} (n={int(table['fixed-10'][g]['n'])})" for g in groups
-    )
-    lines = [head + " |", "|---" * (3 + with_tokens + len(groups)) + "|"]
-    for policy, by_group in table.items():
-        cells = [f"{by_group[g]['pool_recall']:.3f}" for g in groups]
-        overall = by_group[OVERALL]
-        token_cell = f"{overall['prompt_tokens']:.0f} | " if with_tokens else ""
-        lines.append(
-            f"| {policy} | {overall['candidates']:.1f} | {overall['prompt_chars']:.0f} | "
-            + token_cell
-            + " | ".join(cells)
-            + " |"
-        )
-    classes = ", ".join(
-        f"{name}: " + ", ".join(f"{c} {n}" for c, n in sorted(counts.items()))
-        for name, counts in results["query_classes"].items()
-    )
-    verdict = "on or above" if results["by_class_on_or_above_fixed_curve"] else "below"
-    return (
-        "\n".join(lines)
-        + f"\n\nClass limits: {results['class_limits']}. Query classes per category: {classes}."
-        + f"\n\nThe by-class policy is {verdict} the fixed-limit curve (overall recall at the"
-        " same mean prompt size, linearly interpolated through every fixed point): margin"
-        f" {results['by_class_curve_margin']:+.4f}.\n"
-    )
-
-
-def _chart(results: dict[str, Any], path: Path) -> None:
-    try:
-        import matplotlib
-    except ImportError:
-        return
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    table = results["policies"]
-    figure, axis = plt.subplots(figsize=(6, 4))
-    fixed = [p for p in table if p.startswith("fixed-")]
-    xs = [table[p][OVERALL]["prompt_chars"] for p in fixed]
-    ys = [table[p][OVERALL]["pool_recall"] for p in fixed]
-    axis.plot(xs, ys, marker="o", label="fixed candidate limit")
-    for policy, x, y in zip(fixed, xs, ys, strict=True):
-        axis.annotate(
-            policy.removeprefix("fixed-"), (x, y), textcoords="offset points", xytext=(4, -10)
-        )
-    by_class = table[BY_CLASS][OVERALL]
-    axis.plot([by_class["prompt_chars"]], [by_class["pool_recall"]], "r*", ms=12, label="by class")
-    axis.set_xlabel("mean listwise prompt size per rerank (characters)")
-    axis.set_ylabel("pool evidence recall (overall, categories 1-4)")
-    axis.grid(alpha=0.3)
-    axis.legend(loc="lower right")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
 
 
 def main(argv: list[str] | None = None) -> None:
