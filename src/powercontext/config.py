@@ -87,7 +87,7 @@ class RuntimeConfig(_Group):
     """The request's list of candidate texts: `documents` (Cohere, Jina) or `texts` (TEI)."""
     memory_rerank_candidate_policy: Literal["fixed", "by_class"] = "fixed"
     """`fixed`: every reranked search pools memory_rerank_candidate_limit candidates;
-    `by_class` (powercontext.memory.candidates.by_class.v1): the query's class picks the
+    `by_class` (powercontext.memory.candidates.by_class.v2): the query's class picks the
     limit from memory_rerank_candidate_limits_by_class."""
     memory_rerank_candidate_limits_by_class: dict[str, int] = Field(
         default_factory=lambda: dict(DEFAULT_CLASS_LIMITS)

@@ -71,7 +71,7 @@ def test_cli_writes_json_markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL", "none")
     main(["--data", str(FIXTURE), "--out", str(tmp_path), "--mode", "fts"])
     written = json.loads((tmp_path / "tradeoff.json").read_text(encoding="utf-8"))
-    assert written["candidate_policy"] == "powercontext.memory.candidates.by_class.v1"
+    assert written["candidate_policy"] == "powercontext.memory.candidates.by_class.v2"
     assert "| by_class |" in (tmp_path / "tradeoff.md").read_text(encoding="utf-8")
 
 

@@ -506,7 +506,7 @@ class RerankTraceModel(_Wire):
         exclude_if=_is_none,
         description=(
             "The query's class (one_fact, list, count, time, comparison) under "
-            "powercontext.memory.candidates.by_class.v1; absent under the fixed policy."
+            "powercontext.memory.candidates.by_class.v2; absent under the fixed policy."
         ),
     )
     candidate_limit: int | None = Field(

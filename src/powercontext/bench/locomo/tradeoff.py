@@ -1,7 +1,7 @@
 """Candidate limit trade-off on LoCoMo: pool recall against the rerank prompt's size.
 
 For fixed candidate limits (10, 20, 30, 40, 50) and for the by-class candidate policy
-(`powercontext.memory.candidates.by_class.v1`), every question is searched with the limit the
+(`powercontext.memory.candidates.by_class.v2`), every question is searched with the limit the
 policy gives it. Without a reranker a search with limit c returns exactly the coarse pool a
 reranker with candidate limit c would see (same channel depth, same fusion), so no model is
 needed: the pool's evidence recall is scored per LoCoMo category, and the prompt size is the
