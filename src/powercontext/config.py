@@ -109,6 +109,13 @@ class RuntimeConfig(_Group):
     search_field_weight_context: float = Field(default=0.5, ge=0.0, le=10.0)
     """Full-text channel (BM25F): a neighbour's word against the entry's own word (1.0)."""
     search_field_weight_speaker: float = Field(default=0.5, ge=0.0, le=10.0)
+    search_feedback_docs: int = Field(default=5, ge=0, le=50)
+    """Pseudo-relevance feedback in the full-text channel: the first N admitted entries are
+    read as relevant, and their shared specific words run the channel again (0: off)."""
+    search_feedback_terms: int = Field(default=10, ge=0, le=50)
+    """Expansion terms taken from the feedback entries."""
+    search_feedback_weight: float = Field(default=0.5, ge=0.0, le=10.0)
+    """The expansion ranking's weight against the question's own (1.0), merged by RRF."""
     search_participant_boost: float = Field(default=0.5, ge=0.0, le=10.0)
     """A query naming an entry's speaker multiplies the entry's fused score by 1 + this, in
     both channels' candidates (0: off)."""

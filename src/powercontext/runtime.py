@@ -19,6 +19,7 @@ from powercontext.memory.rerank.cache import RerankCache
 from powercontext.memory.rerank.guard import GuardedReranker
 from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.candidates import CandidatePolicy
+from powercontext.memory.search.feedback import FeedbackConfig
 from powercontext.memory.search.fields import FieldWeights
 from powercontext.memory.service import MemoryService, SearchConfig, SearchObserver
 
@@ -95,6 +96,11 @@ def search_config(settings: ServerSettings) -> SearchConfig:
             strip_clitics=runtime.analyzer_strip_clitics,
         ),
         participant_boost=runtime.search_participant_boost,
+        feedback=FeedbackConfig(
+            docs=runtime.search_feedback_docs,
+            terms=runtime.search_feedback_terms,
+            weight=runtime.search_feedback_weight,
+        ),
         fields=FieldWeights(
             context=runtime.search_field_weight_context,
             speaker=runtime.search_field_weight_speaker,

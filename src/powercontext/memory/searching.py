@@ -34,6 +34,7 @@ from powercontext.memory.rerank.deadline import search_deadline
 from powercontext.memory.search.admission import admit_fts, admit_vector
 from powercontext.memory.search.analyze import analyze, query_terms
 from powercontext.memory.search.candidates import CandidateChoice
+from powercontext.memory.search.feedback import with_feedback
 from powercontext.memory.search.fields import SPEAKER_PREFIX
 from powercontext.memory.search.fusion import FusedCandidate, channel_scores, fuse_rrf
 from powercontext.memory.search.modes import (
@@ -197,6 +198,17 @@ async def _search_at(
             where=request.filter,
         )
 
+    async def fts_again(expansion: list[str]) -> list[FtsCandidate]:
+        found = await store.fts_candidates(
+            scope_id,
+            head,
+            expansion,
+            limit=per_channel,
+            fields=config.fields,
+            where=request.filter,
+        )
+        return [c for c in found if request.min_score is None or c.score >= request.min_score]
+
     fts_found, vector_found = await asyncio.gather(fts(), vector())
     if request.min_score is not None:
         fts_found = [c for c in fts_found if c.score >= request.min_score]
@@ -205,6 +217,15 @@ async def _search_at(
         "fts": admit_fts(fts_found, terms),
         "vector": admit_vector(vector_found, floor),
     }
+    admitted["fts"], fed = await with_feedback(
+        terms,
+        fts_found,
+        admitted["fts"],
+        fts_again,
+        config.feedback,
+        config.analyzer,
+        k=config.rrf_k,
+    )
     explained = channel_scores(
         admitted,
         {
@@ -220,7 +241,7 @@ async def _search_at(
         weights={"fts": config.weight_fts, "vector": config.weight_vector},
     )
     if named:
-        speakers = await _speakers(service, scope_id, fused, fts_found)
+        speakers = await _speakers(service, scope_id, fused, [*fts_found, *fed])
         fused = favour_participants(fused, speakers, named, config.participant_boost, coarse)
     pool = await _hits(service, scope_id, head, fused, explained)
     ref = MemoryRef(scope_id=scope_id, revision=head)

@@ -58,6 +58,7 @@ from powercontext.memory.scoped import ScopedMemory, validate_scope_id
 from powercontext.memory.scopes import ScopeSummary, scope_summaries
 from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.candidates import CandidatePolicy
+from powercontext.memory.search.feedback import FeedbackConfig
 from powercontext.memory.search.fields import FieldWeights
 from powercontext.memory.searching import run_search, run_search_batch
 
@@ -77,6 +78,9 @@ class SearchConfig:
     participant_boost: float = 0.0
     """A query naming an entry's speaker multiplies its fused score by 1 + this (0: off)."""
     fields: FieldWeights = field(default_factory=FieldWeights)
+    feedback: FeedbackConfig = field(default_factory=lambda: FeedbackConfig(docs=0))
+    """Pseudo-relevance feedback in the full-text channel (search.feedback); off here,
+    on in the server's settings."""
     """Weights of the neighbour and speaker fields in the full-text channel (search.fields)."""
     index: IndexTextConfig = field(default_factory=IndexTextConfig)
     """What the channels index per entry: template and contextual neighbours."""
