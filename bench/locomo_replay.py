@@ -64,10 +64,11 @@ async def replay(args: argparse.Namespace) -> dict[str, Any]:
     latencies: list[float] = []
     async with open_runtime(settings) as opened:
         for conversation in dataset.conversations:
+            path = args.run / "conversations" / f"{conversation.sample_id}.json"
+            if not path.exists():  # not written (yet): the ablation is still running
+                continue
             scope = opened.memory.for_scope(plan_ingest(conversation, "turn").scope_id)
-            saved = json.loads(
-                (args.run / "conversations" / f"{conversation.sample_id}.json").read_text()
-            )
+            saved = json.loads(path.read_text())
             for record in saved["records"]:
                 if not record["evidence"] or record["coarse"] is None:
                     continue
@@ -83,7 +84,7 @@ async def replay(args: argparse.Namespace) -> dict[str, Any]:
     latency = summary(latencies)
     return {
         "settings": overrides,
-        **{name: _scores(found) for name, found in rows.items()},
+        **{name: _scores(found) if found else {} for name, found in rows.items()},
         "latency_ms": {"p50": latency["p50"], "p95": latency["p95"]},
     }
 
@@ -101,8 +102,8 @@ def main() -> None:
     print(
         f"{' '.join(args.set) or 'as configured'}: R@5 {a['recall@5']:.3f} R@10 "
         f"{a['recall@10']:.3f} R@30 {a['recall@30']:.3f} MRR {a['mrr@30']:.3f} | tune "
-        f"{t['recall@10']:.3f}/{t['recall@30']:.3f} | held {h['recall@10']:.3f}/"
-        f"{h['recall@30']:.3f} | ms p50 {result['latency_ms']['p50']:.1f} "
+        f"{t['recall@10']:.3f}/{t['recall@30']:.3f} | held {h.get('recall@10', 0):.3f}/"
+        f"{h.get('recall@30', 0):.3f} | ms p50 {result['latency_ms']['p50']:.1f} "
         f"p95 {result['latency_ms']['p95']:.1f}"
     )
 

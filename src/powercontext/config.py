@@ -116,6 +116,12 @@ class RuntimeConfig(_Group):
     """Expansion terms taken from the feedback entries."""
     search_feedback_weight: float = Field(default=0.5, ge=0.0, le=10.0)
     """The expansion ranking's weight against the question's own (1.0), merged by RRF."""
+    search_vector_feedback_docs: int = Field(default=0, ge=0, le=10)
+    """Query expansion in the vector channel: the text of the first N admitted full-text
+    entries joins the question in a second query embedding (0: off; one more embedding and
+    vector search per hybrid query)."""
+    search_vector_feedback_weight: float = Field(default=0.5, ge=0.0, le=10.0)
+    """The expanded query's ranking against the question's own (1.0), merged by RRF."""
     search_participant_boost: float = Field(default=0.5, ge=0.0, le=10.0)
     """A query naming an entry's speaker multiplies the entry's fused score by 1 + this, in
     both channels' candidates (0: off)."""

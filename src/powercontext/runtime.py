@@ -21,6 +21,7 @@ from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.candidates import CandidatePolicy
 from powercontext.memory.search.feedback import FeedbackConfig
 from powercontext.memory.search.fields import FieldWeights
+from powercontext.memory.search.vector_feedback import VectorFeedbackConfig
 from powercontext.memory.service import MemoryService, SearchConfig, SearchObserver
 
 log = logging.getLogger("powercontext.runtime")
@@ -100,6 +101,10 @@ def search_config(settings: ServerSettings) -> SearchConfig:
             docs=runtime.search_feedback_docs,
             terms=runtime.search_feedback_terms,
             weight=runtime.search_feedback_weight,
+        ),
+        vector_feedback=VectorFeedbackConfig(
+            docs=runtime.search_vector_feedback_docs,
+            weight=runtime.search_vector_feedback_weight,
         ),
         fields=FieldWeights(
             context=runtime.search_field_weight_context,

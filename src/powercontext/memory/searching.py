@@ -46,6 +46,7 @@ from powercontext.memory.search.modes import (
 )
 from powercontext.memory.search.participants import favour_participants, named_participants
 from powercontext.memory.search.ranks import normalize_ranks, resolve
+from powercontext.memory.search.vector_feedback import VectorFeedbackConfig, with_vector_feedback
 from powercontext.memory.vectors import unit_vector
 
 if TYPE_CHECKING:
@@ -209,6 +210,14 @@ async def _search_at(
         )
         return [c for c in found if request.min_score is None or c.score >= request.min_score]
 
+    async def vector_again(text: str) -> list[VectorCandidate]:
+        if embedder is None or profile is None:
+            return []
+        again = unit_vector(await embedder.embed_query(text), profile.dimension)
+        return await store.vector_candidates(
+            scope_id, head, profile.profile_id, again, limit=per_channel, where=request.filter
+        )
+
     fts_found, vector_found = await asyncio.gather(fts(), vector())
     if request.min_score is not None:
         fts_found = [c for c in fts_found if c.score >= request.min_score]
@@ -224,6 +233,16 @@ async def _search_at(
         fts_again,
         config.feedback,
         config.analyzer,
+        k=config.rrf_k,
+    )
+    admitted["vector"] = await with_vector_feedback(
+        request.query,
+        admitted["fts"],
+        admitted["vector"],
+        lambda keys: _texts(service, scope_id, keys),
+        vector_again,
+        config.vector_feedback if query_vector is not None else VectorFeedbackConfig(),
+        floor=floor,
         k=config.rrf_k,
     )
     explained = channel_scores(
@@ -252,6 +271,11 @@ async def _search_at(
     return MemorySearchPage(
         memory_ref=ref, mode=mode, hits=hits, rerank=trace, rerank_status=trace.rerank_status
     )
+
+
+async def _texts(service: MemoryService, scope_id: str, keys: list[int]) -> list[str]:
+    rows = await service.store.fetch_versions(scope_id, keys)
+    return [rows[key].text for key in keys if key in rows]
 
 
 async def _speakers(

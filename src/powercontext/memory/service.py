@@ -60,6 +60,7 @@ from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.candidates import CandidatePolicy
 from powercontext.memory.search.feedback import FeedbackConfig
 from powercontext.memory.search.fields import FieldWeights
+from powercontext.memory.search.vector_feedback import VectorFeedbackConfig
 from powercontext.memory.searching import run_search, run_search_batch
 
 log = logging.getLogger("powercontext.memory")
@@ -81,6 +82,8 @@ class SearchConfig:
     feedback: FeedbackConfig = field(default_factory=lambda: FeedbackConfig(docs=0))
     """Pseudo-relevance feedback in the full-text channel (search.feedback); off here,
     on in the server's settings."""
+    vector_feedback: VectorFeedbackConfig = field(default_factory=VectorFeedbackConfig)
+    """Query expansion in the vector channel (search.vector_feedback); off unless set."""
     """Weights of the neighbour and speaker fields in the full-text channel (search.fields)."""
     index: IndexTextConfig = field(default_factory=IndexTextConfig)
     """What the channels index per entry: template and contextual neighbours."""
