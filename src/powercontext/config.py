@@ -109,9 +109,10 @@ class RuntimeConfig(_Group):
     search_field_weight_context: float = Field(default=0.5, ge=0.0, le=10.0)
     """Full-text channel (BM25F): a neighbour's word against the entry's own word (1.0)."""
     search_field_weight_speaker: float = Field(default=0.5, ge=0.0, le=10.0)
-    search_feedback_docs: int = Field(default=5, ge=0, le=50)
+    search_feedback_docs: int = Field(default=3, ge=0, le=50)
     """Pseudo-relevance feedback in the full-text channel: the first N admitted entries are
-    read as relevant, and their shared specific words run the channel again (0: off)."""
+    read as relevant, and their shared specific words run the channel again (0: off). 3,
+    not 5 or 10: the fewer, the surer they are relevant (measured in docs/search-quality.md)."""
     search_feedback_terms: int = Field(default=10, ge=0, le=50)
     """Expansion terms taken from the feedback entries."""
     search_feedback_weight: float = Field(default=0.5, ge=0.0, le=10.0)

@@ -32,7 +32,7 @@ MIN_TERM_CHARS = 3
 
 @dataclass(frozen=True, slots=True)
 class FeedbackConfig:
-    docs: int = 5
+    docs: int = 3
     """The first admitted full-text entries read as relevant; 0 turns feedback off."""
     terms: int = 10
     """Expansion terms taken from them."""
