@@ -34,7 +34,7 @@ MIN_TERM_CHARS = 3
 class FeedbackConfig:
     docs: int = 3
     """The first admitted full-text entries read as relevant; 0 turns feedback off."""
-    terms: int = 10
+    terms: int = 5
     """Expansion terms taken from them."""
     weight: float = 0.5
     """The expansion ranking's weight against the question's own (1.0) when merged."""
