@@ -32,11 +32,10 @@ def test_expansion_terms_are_shared_specific_own_words_of_the_first_entries() ->
     config = FeedbackConfig(docs=3, terms=10)
     terms = feedback_terms(["camp"], FOUND, [1, 2, 3, 4, 5, 6], config, ANALYZER)
     # "tent" and "marshmallow" are in two of the first three and nowhere else; "carolin" is
-    # in them too but in every candidate; "fire" is own text once and a neighbour's once;
-    # "the" is a stop word; "camp" is the query's own; "lake" is in one entry only.
-    assert terms[:2] == ["marshmallow", "tent"]
-    assert "carolin" in terms[2:]
-    assert not {"camp", "the", "fire", "_fire", "@carolin", "lake"} & set(terms)
+    # in them too but in every candidate (more than half: says nothing); "fire" is own text
+    # once and a neighbour's once; "the" is a stop word; "camp" is the query's own; "lake"
+    # is in one entry only.
+    assert terms == ["marshmallow", "tent"]
     assert feedback_terms(["camp"], FOUND, [1, 2, 3], FeedbackConfig(terms=1), ANALYZER) == [
         "marshmallow"
     ]
@@ -44,7 +43,7 @@ def test_expansion_terms_are_shared_specific_own_words_of_the_first_entries() ->
 
 def test_only_admitted_entries_are_read_as_relevant() -> None:
     terms = feedback_terms(["camp"], FOUND, [4, 5, 6], FeedbackConfig(docs=3), ANALYZER)
-    assert terms == ["paint", "carolin"]
+    assert terms == ["paint"]  # in half the candidates: still specific enough
     assert feedback_terms(["camp"], FOUND, [1], FeedbackConfig(docs=5), ANALYZER) == []
 
 
@@ -59,7 +58,7 @@ async def test_the_channel_runs_again_with_the_expansion_and_admits_by_it() -> N
     asked: list[list[str]] = []
     second = [
         _fts(7, "marshmallow", "tent", "lake"),
-        _fts(8, "marshmallow"),  # one expansion term of three needed: not admitted
+        _fts(8, "lake"),  # no expansion term: not admitted
     ]
 
     async def channel(terms: list[str]) -> list[FtsCandidate]:
@@ -68,7 +67,7 @@ async def test_the_channel_runs_again_with_the_expansion_and_admits_by_it() -> N
 
     config = FeedbackConfig(docs=3, terms=3)
     ranked, fed = await with_feedback(["camp"], FOUND, [1, 2, 3], channel, config, ANALYZER, k=20)
-    assert asked == [["marshmallow", "tent", "carolin"]]
+    assert asked == [["marshmallow", "tent"]]
     assert ranked == [1, 2, 3, 7]
     assert fed == second
 

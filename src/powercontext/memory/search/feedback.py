@@ -41,6 +41,9 @@ class FeedbackConfig:
     min_docs: int = 2
     """An expansion term must occur in at least this many of the feedback entries: a word
     in one entry only says what that entry is about, not what the question's topic is."""
+    max_share: float = 0.5
+    """...and in at most this share of all the channel's candidates: a word most of them
+    hold (a name, a template's word) says nothing the question did not."""
 
     @property
     def enabled(self) -> bool:
@@ -80,7 +83,7 @@ def feedback_terms(
     scored = [
         (count * math.log(1.0 + total / in_all[term]), term)
         for term, count in in_top.items()
-        if count >= config.min_docs
+        if count >= config.min_docs and in_all[term] <= config.max_share * total
     ]
     scored.sort(key=lambda pair: (-pair[0], pair[1]))
     return [term for _, term in scored[: config.terms]]
