@@ -10,8 +10,9 @@ through the expansion joins the list behind them.
 
 Only the entries' own words are read (not their neighbours' or speaker fields), and the
 query's terms, stop words, tokens shorter than three characters and words that most of the
-channel's candidates hold are never expansion terms. The second ranking passes the same admission rule as the first, counted over the
-expansion terms. Everything here is pure: the caller supplies the channel as a function.
+channel's candidates hold are never expansion terms. The second ranking passes the same
+admission rule as the first, counted over the expansion terms. Everything here is pure:
+the caller supplies the channel as a function.
 """
 
 from __future__ import annotations
