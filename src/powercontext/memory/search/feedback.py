@@ -6,7 +6,7 @@ same topic. Feedback takes the channel's first few admitted entries as relevant,
 words they share that are specific to them (common in those few, rare among the rest of the
 candidates), runs the channel again with those words, and merges the second ranking into
 the first at a lower weight. The question's best matches keep the lead: an entry found only
-through the expansion ranks behind the question's first 2k + 1 at weight 0.5.
+through the expansion ranks behind the question's first k + 1 at weight 0.5.
 
 Only the entries' own words are read (not their neighbours' or speaker fields), and the
 query's terms, stop words, tokens shorter than three characters and words that most of the
