@@ -61,6 +61,11 @@ class IndexOptions:
     """Threads for building the index (-1: all cores); queries run on the calling thread."""
     overfetch_limit: int = 512
     """Up to this many inactive rows are handled by asking for more results and dropping them."""
+    snapshots: bool = True
+    """Persist matrices of at least `snapshot_min_rows` rows as memory-mapped files next to
+    the database (snapshots.py), so that a new process maps them instead of reading every
+    vector back."""
+    snapshot_min_rows: int = 20_000
     fulltext: str = "memory"
     """`memory`: BM25 over cached postings (fulltext.py); `fts5`: FTS5's bm25() in SQL."""
 

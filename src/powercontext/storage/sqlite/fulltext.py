@@ -465,3 +465,7 @@ class TermCache:
             while len(self._scopes) > self._max:
                 self._scopes.popitem(last=False)
             return index
+
+    def clear(self) -> None:
+        with self._lock:
+            self._scopes.clear()

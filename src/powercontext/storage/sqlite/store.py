@@ -31,7 +31,7 @@ from powercontext.memory.ports import (
 )
 from powercontext.memory.search.fields import FieldWeights
 from powercontext.storage.common import validate_plan
-from powercontext.storage.sqlite import fulltext, reads, writes
+from powercontext.storage.sqlite import fulltext, reads, snapshots, writes
 from powercontext.storage.sqlite.ann import IndexOptions
 from powercontext.storage.sqlite.connections import ConnectionOptions, ConnectionPool
 from powercontext.storage.sqlite.fulltext import TermCache
@@ -50,10 +50,10 @@ class SqliteMemoryStore:
         self.index = index or IndexOptions()
         if self.index.fulltext not in ("memory", "fts5"):
             raise MemoryValidationError(f"unknown fulltext mode {self.index.fulltext!r}")
-        self._vectors = VectorCache(options=self.index)
-        self._terms = TermCache()
         self.target = target
         """The database file, or `:memory:`."""
+        self._vectors = VectorCache(options=self.index, db_path=target)
+        self._terms = TermCache()
 
     @classmethod
     async def open(
@@ -298,6 +298,14 @@ class SqliteMemoryStore:
 
     async def scope_ids(self) -> list[str]:
         return await self._read(reads.scope_ids, "listing scopes")
+
+    def drop_caches(self) -> None:
+        """Forget this store's cached matrices and postings and delete the database's vector
+        snapshots: what must follow deleting vectors or tokens in place (erasure), which the
+        incremental refresh cannot see. Other processes must drop theirs too."""
+        self._vectors.clear()
+        self._terms.clear()
+        snapshots.discard(self.target)
 
     async def close(self) -> None:
         await asyncio.to_thread(self._pool.close)
