@@ -34,6 +34,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +46,7 @@ from powercontext.memory.search.fields import (
     FieldWeights,
     own_length,
 )
+from powercontext.storage.sqlite import term_snapshots
 from powercontext.storage.sqlite.vectors import NOT_REMOVED, grow
 
 K1 = 1.2
@@ -56,7 +58,7 @@ _FETCH = 20_000
 """Rows read per fetchmany while filling the cache, bounding the transient Python objects."""
 
 
-class _Postings:
+class Postings:
     """Growable (row, term frequency) arrays of one term, rows ascending."""
 
     __slots__ = ("rows", "size", "tfs")
@@ -65,6 +67,13 @@ class _Postings:
         self.rows: npt.NDArray[np.int32] = np.zeros(4, dtype=np.int32)
         self.tfs: npt.NDArray[np.float32] = np.zeros(4, dtype=np.float32)
         self.size = 0
+
+    @classmethod
+    def of(cls, rows: npt.NDArray[np.int32], tfs: npt.NDArray[np.float32]) -> Postings:
+        """Postings over existing arrays (a snapshot's mapping); the first append copies."""
+        postings = cls()
+        postings.rows, postings.tfs, postings.size = rows, tfs, int(rows.shape[0])
+        return postings
 
     def extend(self, rows: npt.NDArray[np.int32], tfs: npt.NDArray[np.float32]) -> None:
         end = self.size + rows.shape[0]
@@ -80,12 +89,21 @@ class _Postings:
 class ScopeTerms:
     """The cached postings of one scope. Callers hold `lock` around refresh + search."""
 
-    def __init__(self, scope_id: str) -> None:
+    def __init__(
+        self, scope_id: str, snapshot: Path | None = None, snapshot_min_rows: int = 20_000
+    ) -> None:
         self.scope_id = scope_id
         self.lock = threading.Lock()
-        self._reset()
+        self.snapshot = snapshot
+        """This scope's snapshot file (term_snapshots.py); None: never persisted."""
+        self._snapshot_tried = snapshot is None
+        self._snapshot_min_rows = snapshot_min_rows
+        self.reset()
 
-    def _reset(self) -> None:
+    def reset(self) -> None:
+        self.snapshot_size = 0
+        self.rows_since_snapshot = 0
+        """Rows read from the database since the snapshot was written or mapped."""
         self.size = 0
         self.keys: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.added: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
@@ -98,7 +116,7 @@ class ScopeTerms:
         self.own_total = 0.0
         self.context_lengths: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
         self.context_total = 0.0
-        self.terms: dict[str, _Postings] = {}
+        self.terms: dict[str, Postings] = {}
         self.term_ids: dict[str, int] = {}
         self.names: list[str] = []
         # Each row's distinct term ids, rows one after another; a row's run ends at token_end.
@@ -110,7 +128,7 @@ class ScopeTerms:
         self.last_key = 0
         self.last_head = 0
         self.last_rewrite = 0
-        self._rewritten: dict[int, npt.NDArray[np.int32]] = {}
+        self.rewritten: dict[int, npt.NDArray[np.int32]] = {}
         """Distinct term ids of rows whose tokens were rewritten after they were cached."""
         self._inactive: tuple[int, npt.NDArray[np.int64]] | None = None
         self._norms: dict[str, npt.NDArray[np.float32]] = {}
@@ -120,6 +138,9 @@ class ScopeTerms:
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Catch up with the database, within the caller's read transaction."""
+        if not self._snapshot_tried:
+            self._snapshot_tried = True
+            term_snapshots.restore(self, conn)
         head_row = conn.execute(
             "SELECT head_revision FROM scopes WHERE scope_id = ?", (self.scope_id,)
         ).fetchone()
@@ -129,12 +150,14 @@ class ScopeTerms:
         ).fetchone()
         rewrite = int(rewrite_row[0]) if rewrite_row and rewrite_row[0] is not None else 0
         if rewrite > self.last_rewrite and self._many_rewrites(conn):
-            self._reset()  # a rebuild rewrote much of the scope: reading it afresh is cheaper
+            self.reset()  # a rebuild rewrote much of the scope: reading it afresh is cheaper
         cached = self.last_key
         if head > self.last_head:
             self._catch_up(conn, head)
         if rewrite > self.last_rewrite:
             self._replay_rewrites(conn, rewrite, cached)
+        if term_snapshots.due(self, self._snapshot_min_rows):
+            term_snapshots.save(self)
 
     def _many_rewrites(self, conn: sqlite3.Connection) -> bool:
         row = conn.execute(
@@ -170,17 +193,17 @@ class ScopeTerms:
         for term, tf in counts.items():
             postings = self.terms.get(term)
             if postings is None:
-                postings = self.terms[term] = _Postings()
+                postings = self.terms[term] = Postings()
                 self.term_ids[term] = len(self.names)
                 self.names.append(term)
             if not self._set_tf(postings, row, float(tf)):
                 postings.extend(np.array([row], dtype=np.int32), np.array([tf], dtype=np.float32))
             ids.append(self.term_ids[term])
-        self._rewritten[row] = np.asarray(ids, dtype=np.int32)
+        self.rewritten[row] = np.asarray(ids, dtype=np.int32)
         self._set_lengths(row, row + 1, [tokens])
 
     @staticmethod
-    def _set_tf(postings: _Postings, row: int, tf: float) -> bool:
+    def _set_tf(postings: Postings, row: int, tf: float) -> bool:
         found = np.flatnonzero(postings.rows[: postings.size] == row)
         if found.size == 0:
             return False
@@ -212,6 +235,7 @@ class ScopeTerms:
         token_lists = [row[3].split() for row in rows]
         lengths = self._set_lengths(start, end, token_lists)
         self.size = end
+        self.rows_since_snapshot += count
         self.last_key = int(rows[-1][0])
         self._weights.clear()  # the average length changed
         self._norms.clear()
@@ -237,7 +261,7 @@ class ScopeTerms:
             name = names[local]
             postings = self.terms.get(name)
             if postings is None:
-                postings = self.terms[name] = _Postings()
+                postings = self.terms[name] = Postings()
                 self.term_ids[name] = len(self.names)
                 self.names.append(name)
             to_global[local] = self.term_ids[name]
@@ -282,7 +306,7 @@ class ScopeTerms:
 
     def tokens(self, row: int) -> frozenset[str]:
         names = self.names
-        rewritten = self._rewritten.get(row)
+        rewritten = self.rewritten.get(row)
         if rewritten is not None:
             return frozenset(names[i] for i in rewritten.tolist())
         first = int(self.token_end[row - 1]) if row else 0
@@ -349,7 +373,7 @@ class ScopeTerms:
         cached = self._weights.get((term, fields))
         if cached is not None:
             return cached
-        parts: list[tuple[_Postings, float, npt.NDArray[np.float32] | None]] = []
+        parts: list[tuple[Postings, float, npt.NDArray[np.float32] | None]] = []
         own = self.terms.get(term)
         if own is not None:
             parts.append((own, 1.0, self._norm("own")))
@@ -451,8 +475,12 @@ def fts_candidates(
 class TermCache:
     """ScopeTerms by scope, least recently used evicted beyond `max_scopes`."""
 
-    def __init__(self, max_scopes: int = 64) -> None:
+    def __init__(
+        self, max_scopes: int = 64, db_path: str | None = None, snapshot_min_rows: int = 20_000
+    ) -> None:
         self._max = max_scopes
+        self._db_path = db_path
+        self._snapshot_min_rows = snapshot_min_rows
         self._scopes: OrderedDict[str, ScopeTerms] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -460,7 +488,13 @@ class TermCache:
         with self._lock:
             index = self._scopes.get(scope_id)
             if index is None:
-                index = self._scopes[scope_id] = ScopeTerms(scope_id)
+                snapshot = (
+                    None
+                    if self._db_path is None
+                    else term_snapshots.snapshot_path(self._db_path, scope_id)
+                )
+                index = ScopeTerms(scope_id, snapshot, self._snapshot_min_rows)
+                self._scopes[scope_id] = index
             self._scopes.move_to_end(scope_id)
             while len(self._scopes) > self._max:
                 self._scopes.popitem(last=False)

@@ -53,7 +53,8 @@ class SqliteMemoryStore:
         self.target = target
         """The database file, or `:memory:`."""
         self._vectors = VectorCache(options=self.index, db_path=target)
-        self._terms = TermCache()
+        snapshot_db = target if self.index.snapshots else None
+        self._terms = TermCache(db_path=snapshot_db, snapshot_min_rows=self.index.snapshot_min_rows)
 
     @classmethod
     async def open(
@@ -213,7 +214,7 @@ class SqliteMemoryStore:
             if total == 0:
                 return 0
             with matrix.lock:
-                matrix.refresh(conn)
+                matrix.refresh(conn, persist=False)
                 return max(total - matrix.active_count(revision), 0)
 
         return await self._read(work, "counting missing vectors")

@@ -113,8 +113,10 @@ class VectorMatrix:
         self._row_of = None
         self._mask = self._inactive = None
 
-    def refresh(self, conn: sqlite3.Connection) -> None:
-        """Catch up with the database, within the caller's read transaction."""
+    def refresh(self, conn: sqlite3.Connection, persist: bool = True) -> None:
+        """Catch up with the database, within the caller's read transaction; with `persist`,
+        write a snapshot if one is due (searches do; the writers' bookkeeping does not, so that
+        an ingest does not rewrite it at every quarter of growth)."""
         if not self._snapshot_tried:
             self._snapshot_tried = True
             snapshots.restore(self, conn)
@@ -137,7 +139,7 @@ class VectorMatrix:
                 self._apply_removals(conn)
             self.last_head = head
             self._mask = self._inactive = None
-        if snapshots.due(self):
+        if persist and snapshots.due(self):
             snapshots.save(self)
 
     def _upsert(self, rows: Sequence[VectorRow]) -> None:
