@@ -7,9 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
 from powercontext.memory.ports import NewVersion, PlannedChange
-from powercontext.storage.sqlite import SqliteMemoryStore, snapshots
+from powercontext.storage.sqlite import SqliteMemoryStore, snapshots, vectors
 from powercontext.storage.sqlite.ann import IndexOptions
 from powercontext.storage.sqlite.vectors import VectorMatrix
 
@@ -167,3 +168,19 @@ async def test_discard_and_drop_caches_forget_the_snapshot(tmp_path: Path) -> No
         assert keys[3] not in [c.key for c in found] and len(found) == 299
     finally:
         await store.close()
+
+
+async def test_the_sign_bit_self_check_is_saved_with_the_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "memory.sqlite3"
+    await _filled(path, 300)
+
+    def no_second_check(*args: object) -> float:
+        raise AssertionError("the self-check ran again after mapping the snapshot")
+
+    monkeypatch.setattr(vectors, "sign_bit_recall", no_second_check)
+    query = _units(1, seed=9)[0]
+    found, matrix = await _search_and_matrix(path, 1, query)
+    assert matrix.checked_size == 300 and matrix.sign_bits_ok
+    assert found == await _exact(path, 1, query)

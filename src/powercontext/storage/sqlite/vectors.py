@@ -140,6 +140,8 @@ class VectorMatrix:
             self.last_head = head
             self._mask = self._inactive = None
         if persist and snapshots.due(self):
+            if self.bits is not None and self._use_ann(self.size):
+                self._sign_bits_reliable()  # its verdict is saved too: no re-check on mapping
             snapshots.save(self)
 
     def _upsert(self, rows: Sequence[VectorRow]) -> None:
