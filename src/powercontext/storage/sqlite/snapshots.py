@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("powercontext.storage")
 
-MAGIC = b"powercontext vector snapshot 1\n"
+MAGIC = b"powercontext vector snapshot 2\n"
+"""2: sign bits of the rotated vectors (signbits.rotation)."""
 SCALARS = (
     "dimension",
     "size",
