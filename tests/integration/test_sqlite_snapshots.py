@@ -10,7 +10,7 @@ import numpy.typing as npt
 import pytest
 
 from powercontext.memory.ports import NewVersion, PlannedChange
-from powercontext.storage.sqlite import SqliteMemoryStore, snapshots, vectors
+from powercontext.storage.sqlite import SqliteMemoryStore, signbits, snapshots, vectors
 from powercontext.storage.sqlite.ann import IndexOptions
 from powercontext.storage.sqlite.vectors import VectorMatrix
 
@@ -170,7 +170,7 @@ async def test_discard_and_drop_caches_forget_the_snapshot(tmp_path: Path) -> No
         await store.close()
 
 
-async def test_the_sign_bit_self_check_is_saved_with_the_snapshot(
+async def test_the_sign_bit_self_check_and_rotation_are_saved_with_the_snapshot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "memory.sqlite3"
@@ -180,6 +180,9 @@ async def test_the_sign_bit_self_check_is_saved_with_the_snapshot(
         raise AssertionError("the self-check ran again after mapping the snapshot")
 
     monkeypatch.setattr(vectors, "sign_bit_recall", no_second_check)
+    # Nor is the rotation recomputed: the snapshot holds the one its bits were made with.
+    monkeypatch.setattr(signbits, "_ROTATIONS", {})
+    monkeypatch.setattr(np.linalg, "qr", no_second_check)
     query = _units(1, seed=9)[0]
     found, matrix = await _search_and_matrix(path, 1, query)
     assert matrix.checked_size == 300 and matrix.sign_bits_ok

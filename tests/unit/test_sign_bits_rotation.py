@@ -28,7 +28,7 @@ def _recall(rows: npt.NDArray[np.float32], queries: npt.NDArray[np.float32]) -> 
 
 def test_the_rotation_is_fixed_and_orthogonal() -> None:
     first, second = rotation(384), rotation(384)
-    assert first is second  # cached: one per dimension
+    assert first is second  # computed once per dimension
     assert np.allclose(first @ first.T, np.eye(384), atol=1e-4)
     # Persisted snapshots hold bits computed with it: it must not change between releases.
     assert round(float(first[0, 0]), 6) == round(float(_reference_first_entry()), 6)

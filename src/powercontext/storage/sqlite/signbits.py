@@ -25,7 +25,6 @@ distance), so nothing has to be built, rebuilt or persisted.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
 
 import numpy as np
 import numpy.typing as npt
@@ -40,14 +39,25 @@ ROTATION_SEED = 20_261_206
 _SLAB = 32_768
 
 
-@cache
+_ROTATIONS: dict[int, npt.NDArray[np.float32]] = {}
+
+
 def rotation(dimension: int) -> npt.NDArray[np.float32]:
     """A fixed random orthogonal matrix: the same for every process and every release, since
-    snapshots (snapshots.py) persist bits computed with it."""
-    gaussian = np.random.default_rng(ROTATION_SEED).standard_normal((dimension, dimension))
-    orthogonal, _ = np.linalg.qr(gaussian)
-    rotated: npt.NDArray[np.float32] = np.ascontiguousarray(orthogonal, dtype=np.float32)
-    return rotated
+    snapshots (snapshots.py) persist bits computed with it. Computed once per process, or
+    taken from a snapshot (`adopt_rotation`): its QR took over a second on a loaded machine."""
+    found = _ROTATIONS.get(dimension)
+    if found is None:
+        gaussian = np.random.default_rng(ROTATION_SEED).standard_normal((dimension, dimension))
+        orthogonal, _ = np.linalg.qr(gaussian)
+        found = _ROTATIONS[dimension] = np.ascontiguousarray(orthogonal, dtype=np.float32)
+    return found
+
+
+def adopt_rotation(matrix: npt.NDArray[np.float32]) -> None:
+    """Use a rotation read back from a snapshot, which stores the one its bits were made with."""
+    if matrix.ndim == 2 and matrix.shape[0] == matrix.shape[1]:
+        _ROTATIONS.setdefault(int(matrix.shape[0]), np.ascontiguousarray(matrix))
 
 
 def pack(vectors: npt.NDArray[np.float32], words: int) -> npt.NDArray[np.uint64]:

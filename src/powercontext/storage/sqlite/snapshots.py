@@ -29,7 +29,7 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from powercontext.storage.sqlite import mapped
+from powercontext.storage.sqlite import mapped, signbits
 from powercontext.storage.sqlite.signbits import SignBits
 
 if TYPE_CHECKING:
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("powercontext.storage")
 
-MAGIC = b"powercontext vector snapshot 2\n"
-"""2: sign bits of the rotated vectors (signbits.rotation)."""
+MAGIC = b"powercontext vector snapshot 3\n"
+"""3: sign bits of the rotated vectors, and the rotation (signbits.rotation)."""
 SCALARS = (
     "dimension",
     "size",
@@ -91,6 +91,7 @@ def save(matrix: VectorMatrix) -> None:
     if matrix.bits is not None:
         columns = matrix.bits.columns
         parts.append(mapped.Part("bits", columns[:, :size], (columns.shape[0], room)))
+        parts.append(mapped.Part("rotation", matrix.bits.rotation, matrix.bits.rotation.shape))
     if mapped.write(path, MAGIC, fields, parts):
         found = mapped.read_fields(path, MAGIC)
         if found is not None:
@@ -102,6 +103,8 @@ def _map(matrix: VectorMatrix, path: Path, fields: dict[str, Any]) -> None:
     matrix.matrix = arrays["matrix"]
     matrix.keys, matrix.added, matrix.removed = arrays["keys"], arrays["added"], arrays["removed"]
     if "bits" in arrays:
+        if "rotation" in arrays:
+            signbits.adopt_rotation(arrays["rotation"])
         if matrix.bits is None:
             matrix.bits = SignBits(int(fields["dimension"]))
         matrix.bits.columns = arrays["bits"]
