@@ -12,14 +12,18 @@ default a sign-bit Hamming pre-filter kept row by row with the matrix, then exac
 the best rows (signbits.py); optionally an HNSW graph built on first search (ann.py), which
 falls back to exact search for heavily masked old revisions or when it cannot answer.
 
-Sign bits lose answers on some vector distributions: sparse vectors (the feature-hashing
-embedder has ~14 non-zeros of 384, and its rows with few positive components sit near every
-query in Hamming distance) or nearly isotropic ones. Two rules keep those exact:
+Raw sign bits lost answers on sparse vectors (the feature-hashing embedder has ~14 non-zeros
+of 384) and low-rank ones; the bits are therefore taken after a random rotation (signbits.py),
+which keeps recall on those. Two rules still keep some searches exact:
 - a sparse query (at most a quarter of its components non-zero) is scored exactly on its own
   support, which is cheaper than the full product and never approximate;
 - before a matrix is first searched approximately, and again each time it has doubled, the
   sign-bit path is checked against exact search on a sample of stored rows
   (signbits.SELF_CHECK_RECALL); a matrix that fails is searched exactly.
+
+Matrices of at least `IndexOptions.snapshot_min_rows` rows are persisted as memory-mapped
+snapshots next to the database (snapshots.py): a new process maps one and catches up from it
+instead of reading every vector back.
 """
 
 from __future__ import annotations
