@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from powercontext.memory.errors import (
     CapabilityNotSupportedError,
+    ErasedError,
     ForbiddenError,
     IdempotencyConflictError,
     InferenceError,
@@ -63,6 +64,8 @@ ERRORS: tuple[ErrorSpec, ...] = (
     ErrorSpec("revision_conflict", 409, RevisionConflictError, "ApiRevisionConflictError"),
     ErrorSpec("idempotency_conflict", 409, IdempotencyConflictError, "ApiIdempotencyConflictError"),
     ErrorSpec("not_found", 404, NotFoundError, "ApiNotFoundError", framework_status=True),
+    # A forgotten entry: its tombstone answers, never its text.
+    ErrorSpec("erased", 410, ErasedError, "ApiErasedError"),
     ErrorSpec(
         "payload_too_large",
         413,

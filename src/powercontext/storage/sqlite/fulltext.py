@@ -110,6 +110,8 @@ class ScopeTerms:
         self.last_key = 0
         self.last_head = 0
         self.last_rewrite = 0
+        self.erasures = 0
+        """The scope's erasure count when the cache was filled (see storage.sqlite.erasure)."""
         self._rewritten: dict[int, npt.NDArray[np.int32]] = {}
         """Distinct term ids of rows whose tokens were rewritten after they were cached."""
         self._inactive: tuple[int, npt.NDArray[np.int64]] | None = None
@@ -121,9 +123,14 @@ class ScopeTerms:
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Catch up with the database, within the caller's read transaction."""
         head_row = conn.execute(
-            "SELECT head_revision FROM scopes WHERE scope_id = ?", (self.scope_id,)
+            "SELECT head_revision, erasures FROM scopes WHERE scope_id = ?", (self.scope_id,)
         ).fetchone()
         head = int(head_row[0]) if head_row else 0
+        erasures = int(head_row[1]) if head_row else 0
+        if erasures != self.erasures:
+            # Erased rows are gone from the database, and their words must leave memory too.
+            self._reset()
+            self.erasures = erasures
         rewrite_row = conn.execute(
             "SELECT max(seq) FROM fts_rewrites WHERE scope_id = ?", (self.scope_id,)
         ).fetchone()
@@ -465,3 +472,8 @@ class TermCache:
             while len(self._scopes) > self._max:
                 self._scopes.popitem(last=False)
             return index
+
+    def drop(self, scope_id: str) -> None:
+        """Forget a scope's cached postings (after an erasure in this process)."""
+        with self._lock:
+            self._scopes.pop(scope_id, None)

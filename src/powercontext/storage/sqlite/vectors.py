@@ -62,13 +62,16 @@ class VectorMatrix:
         self.scope_id = scope_id
         self.profile_id = profile_id
         self.options = options or IndexOptions(ann=False)
+        self.lock = threading.Lock()
+        self._clear()
+
+    def _clear(self) -> None:
         self.ann: HnswIndex | None = None
         self._replaced: set[int] = set()
         """Rows the ANN index holds whose vector was replaced since it last caught up."""
         self._mask: tuple[int, npt.NDArray[np.bool_]] | None = None
         self._inactive: tuple[int, Int64Array] | None = None
         self.bits: SignBits | None = None
-        self.lock = threading.Lock()
         self.dimension = 0
         self.size = 0
         self.matrix: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
@@ -82,13 +85,20 @@ class VectorMatrix:
         """Matrix size at the last sign-bit self-check (0: never checked)."""
         self.sign_bits_ok = True
         """Whether that check found the sign-bit path's recall good enough."""
+        self.erasures = 0
+        """The scope's erasure count when the matrix was filled (see storage.sqlite.erasure)."""
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Catch up with the database, within the caller's read transaction."""
         head_row = conn.execute(
-            "SELECT head_revision FROM scopes WHERE scope_id = ?", (self.scope_id,)
+            "SELECT head_revision, erasures FROM scopes WHERE scope_id = ?", (self.scope_id,)
         ).fetchone()
         head = int(head_row[0]) if head_row else 0
+        erasures = int(head_row[1]) if head_row else 0
+        if erasures != self.erasures:
+            # Erased vectors (and the ANN graph and sign bits built from them) must go.
+            self._clear()
+            self.erasures = erasures
         rows: list[VectorRow] = conn.execute(
             "SELECT e.vector_id, e.key, e.vector, v.added_revision, v.removed_revision "
             "FROM entry_vectors e JOIN entry_versions v ON v.key = e.key "
@@ -320,3 +330,9 @@ class VectorCache:
             while len(self._matrices) > self._max:
                 self._matrices.popitem(last=False)
             return matrix
+
+    def drop(self, scope_id: str) -> None:
+        """Forget every cached matrix of a scope (after an erasure in this process)."""
+        with self._lock:
+            for key in [key for key in self._matrices if key[0] == scope_id]:
+                del self._matrices[key]
