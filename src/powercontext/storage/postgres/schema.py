@@ -154,7 +154,32 @@ _V3 = (
     """,
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
+# Issue 18, erasure: `forget` deletes versions for good. The change log gains the op and who
+# made it; each erased version leaves a tombstone (ids, erasing revision, actor: no content).
+_V4 = (
+    "ALTER TABLE changes DROP CONSTRAINT changes_op_check",
+    """
+    ALTER TABLE changes ADD CONSTRAINT changes_op_check
+    CHECK (op IN ('add', 'revise', 'retire', 'reactivate', 'forget'))
+    """,
+    "ALTER TABLE changes ADD COLUMN actor text",
+    """
+    CREATE TABLE erased_versions (
+        scope_id text NOT NULL,
+        entry_version_id text NOT NULL,
+        entry_id text NOT NULL,
+        version integer NOT NULL,
+        erased_revision bigint NOT NULL,
+        erased_at timestamptz NOT NULL,
+        actor text,
+        PRIMARY KEY (scope_id, entry_version_id),
+        FOREIGN KEY (scope_id, erased_revision) REFERENCES revisions (scope_id, revision)
+    )
+    """,
+    "CREATE INDEX erased_versions_by_entry ON erased_versions (scope_id, entry_id, version)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
 """MIGRATIONS[i] brings the schema from version i to version i + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
