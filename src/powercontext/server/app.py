@@ -18,6 +18,7 @@ from powercontext.server.contract import DESCRIPTION, TITLE, generate_openapi, l
 from powercontext.server.docs_page import docs_router
 from powercontext.server.entry_routes import entry_router
 from powercontext.server.errors import install_error_handlers
+from powercontext.server.forget_routes import forget_router
 from powercontext.server.gate import RequestGate
 from powercontext.server.mcp import McpRoute, McpTools
 from powercontext.server.metrics import ServerMetrics
@@ -95,6 +96,7 @@ def create_app(
     app.include_router(router)
     app.include_router(entry_router)
     app.include_router(scope_router)
+    app.include_router(forget_router)
     app.include_router(docs_router)
     # Not part of the v1 contract (openapi/powercontext.yaml): MCP has its own tool schemas.
     app.router.routes.append(McpRoute(mcp_tools))

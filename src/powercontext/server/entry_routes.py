@@ -17,7 +17,7 @@ entry_router = APIRouter(
 @entry_router.post(
     "/by-id",
     response_model=EntryModel,
-    responses=_responses(404),
+    responses=_responses(404, 410),
     summary="Get an entry by id, at the head or at a revision",
 )
 async def get_entry_by_id(body: EntryByIdRequest, caller: Caller, request: Request) -> Response:

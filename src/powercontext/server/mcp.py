@@ -44,6 +44,7 @@ from powercontext.server.errors import UnauthorizedError, describe, error_respon
 from powercontext.server.mcp_tools import (
     INSTRUCTIONS,
     MEMORY_TOOLS,
+    GrantHandler,
     Handler,
     KeyHandler,
     ScopedBody,
@@ -177,8 +178,11 @@ class McpTools:
             else:
                 scope_id = cast(ScopedBody, body).scope_id  # every scoped request has one
                 grant.require(scope_id)
-                handler = cast(Handler, tool.handler)
-                result = await handler(runtime.memory.for_scope(scope_id), body)
+                memory = runtime.memory.for_scope(scope_id)
+                if tool.with_grant:
+                    result = await cast(GrantHandler, tool.handler)(memory, body, grant)
+                else:
+                    result = await cast(Handler, tool.handler)(memory, body)
         except ValidationError as exc:
             return _validation_error(exc)
         except PowerContextError as exc:

@@ -26,6 +26,13 @@ from powercontext.memory.models import (
 from powercontext.memory.scoped import ScopedMemory
 from powercontext.runtime import Runtime
 from powercontext.server.auth import KeyGrant
+from powercontext.server.forget_routes import (
+    ForgetEntriesRequest,
+    ForgetResultModel,
+    ForgetScopeBody,
+    forget_of,
+    forget_scope_of,
+)
 from powercontext.server.history import EntryByIdRequest, EntryHistoryModel, HistoryRequest
 from powercontext.server.routes import (
     batch_search_response,
@@ -69,6 +76,10 @@ KeyHandler = Callable[[Runtime, KeyGrant], Awaitable[BaseModel]]
 """A tool that names no scope: what it answers is decided by the caller's key alone."""
 
 
+GrantHandler = Callable[[ScopedMemory, Any, KeyGrant], Awaitable[BaseModel]]
+"""A scoped tool that also records who called it (an erasure's actor)."""
+
+
 class ScopedBody(Protocol):
     scope_id: str
 
@@ -81,11 +92,13 @@ class MemoryTool:
     description: str
     request: type[BaseModel]
     response: type[BaseModel]
-    handler: Handler | KeyHandler
+    handler: Handler | KeyHandler | GrantHandler
     annotations: ToolAnnotations
     scoped: bool = True
     """True: `handler` is a Handler for the body's scope_id (checked against the key's grant);
     False: a KeyHandler, given the runtime and the grant itself."""
+    with_grant: bool = False
+    """A scoped tool whose handler is a GrantHandler: it is also given the caller's grant."""
 
     def describe(self) -> Tool:
         return Tool(
@@ -189,6 +202,15 @@ async def _get_by_id(memory: ScopedMemory, body: EntryByIdRequest) -> BaseModel:
     return EntryModel.model_validate(entry.model_dump())
 
 
+async def _forget(memory: ScopedMemory, body: ForgetEntriesRequest, caller: KeyGrant) -> BaseModel:
+    return ForgetResultModel.model_validate((await forget_of(memory, caller, body)).model_dump())
+
+
+async def _forget_scope(memory: ScopedMemory, body: ForgetScopeBody, caller: KeyGrant) -> BaseModel:
+    result = await forget_scope_of(memory, caller, body)
+    return ForgetResultModel.model_validate(result.model_dump())
+
+
 async def _list_scopes(runtime: Runtime, caller: KeyGrant) -> BaseModel:
     return await scopes_of(runtime, caller)
 
@@ -282,6 +304,27 @@ MEMORY_TOOLS: tuple[MemoryTool, ...] = (
         WriteResultModel,
         _reactivate,
         _annotations("Reactivate entry", read_only=False),
+    ),
+    MemoryTool(
+        "forget_entry",
+        "Erase entries (by entry_id) for good: the text, metadata, tokens and vectors of every "
+        "version, at every revision. Cannot be undone. Their citations then answer `erased`; "
+        "the change log keeps their ids and a forget change naming the caller's key.",
+        ForgetEntriesRequest,
+        ForgetResultModel,
+        _forget,
+        _annotations("Forget entries", read_only=False, destructive=True),
+        with_grant=True,
+    ),
+    MemoryTool(
+        "forget_scope",
+        "Erase every entry of a scope for good (cannot be undone); its revisions and "
+        "tombstones remain and it takes new writes.",
+        ForgetScopeBody,
+        ForgetResultModel,
+        _forget_scope,
+        _annotations("Forget scope", read_only=False, destructive=True),
+        with_grant=True,
     ),
     MemoryTool(
         "entry_history",

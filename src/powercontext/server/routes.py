@@ -83,6 +83,8 @@ _ERRORS: dict[int, str] = {
     401: "unauthorized: auth is enabled and the bearer key is missing or unknown.",
     403: "forbidden: the key may not use this scope_id.",
     404: "not_found: the cited entry, version or revision does not exist in this scope.",
+    410: "erased: the cited entry or version was erased (forget); `details` names its ids "
+    "and the erasing revision, never its content.",
     409: "revision_conflict: expected_revision is not the head, or the citation names an "
     "older version of the entry; idempotency_conflict: the idempotency_key was used by a "
     "write with another body.",
@@ -294,7 +296,10 @@ async def list_entries(body: ListEntriesRequest, caller: Caller, request: Reques
 
 
 @memory_router.post(
-    "/entries/get", response_model=EntryModel, responses=_responses(404), summary="Get a citation"
+    "/entries/get",
+    response_model=EntryModel,
+    responses=_responses(404, 410),
+    summary="Get a citation",
 )
 async def get_entry(body: GetEntryRequest, caller: Caller, request: Request) -> Response:
     memory = scoped_memory(request, caller, body.scope_id)
