@@ -6,8 +6,12 @@ every revision no longer finds it, and the change log names the erasing key by f
 
 from __future__ import annotations
 
-import pytest
+import json
 
+import pytest
+from typer.testing import CliRunner
+
+from powercontext.cli import app
 from powercontext.client import ApiErasedError, PowerContextClient, SyncPowerContextClient
 from powercontext.memory.erasure import ForgetMemoryRequest, ForgetScopeRequest
 from powercontext.memory.errors import ErasedError
@@ -17,6 +21,7 @@ from tests.http.conftest import KEY_A, KEY_ALL, Served
 from tests.http.test_mcp import _error_text, _ok, mcp_client
 
 SECRET = "the vault code is 4471 marmoset"
+runner = CliRunner()
 
 
 def test_forget_over_http(auth_server: Served, fresh_scope: str) -> None:
@@ -138,3 +143,22 @@ async def test_forget_tools_over_mcp(auth_server: Served, fresh_scope: str) -> N
     async with mcp_client(auth_server, KEY_A) as other:
         refused = await other.call_tool("forget_scope", {"scope_id": scope})
         assert _error_text(refused).startswith("forbidden: ")
+
+
+def test_forget_with_the_cli_against_a_server(auth_server: Served, fresh_scope: str) -> None:
+    with SyncPowerContextClient(auth_server.url, api_key=KEY_ALL) as client:
+        memory = client.memory.for_scope(fresh_scope)
+        entry = memory.remember(RememberMemoryRequest(text=SECRET)).entries[0]
+    remote = ["--server-url", auth_server.url, "--api-key", KEY_ALL]
+    shown = runner.invoke(
+        app,
+        ["memory", "forget", entry.entry_id, "--scope", fresh_scope, "--yes", "--json", *remote],
+    )
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["entry_ids"] == [entry.entry_id]
+    log = runner.invoke(app, ["memory", "changes", "--scope", fresh_scope, "--json", *remote])
+    assert json.loads(log.stdout)["changes"][-1]["actor"] == key_fingerprint(KEY_ALL)
+    wiped = runner.invoke(
+        app, ["memory", "forget-scope", "--scope", fresh_scope, "--yes", "--json", *remote]
+    )
+    assert wiped.exit_code == 0 and json.loads(wiped.stdout)["erased_versions"] == 0
