@@ -9,7 +9,7 @@ version and clears the reasons of their older changes.
 A DELETE makes rows invisible; their bytes stay in the table and index pages (and in WAL
 segments, archives and backups) until VACUUM reclaims the space and the pages are rewritten.
 PowerContext does not vacuum by itself (a plain VACUUM of a large table is heavy and autovacuum
-usually follows soon); docs/operations.md gives the guidance: `VACUUM` the tables
+usually follows soon); docs/postgres.md gives the guidance: `VACUUM` the tables
 `entry_versions`, `entry_vectors`, `term_stats` and `changes` after an erasure, `VACUUM FULL`
 (exclusive lock) to rewrite the files, and expire WAL archives and backups per policy.
 """
