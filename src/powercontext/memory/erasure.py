@@ -126,9 +126,19 @@ async def _rederive_neighbours(
 ) -> None:
     """Re-index the sequences the erased versions were indexed in, when their tokens or
     vectors can hold a neighbour's words (contextual indexing)."""
-    if not result.erased or not service.config.index.contextual:
+    index = service.config.index
+    if not result.erased or not index.contextual:
         return
-    touched = {sequence_key(version) for version in result.erased}
+    # Only a thread's first versions have neighbours, and thread-less entries only when a
+    # metadata key groups them within their batch (indexing.context.neighbourhoods).
+    touched = {
+        sequence_key(version)
+        for version in result.erased
+        if (version.thread is not None and version.version == 1)
+        or (version.thread is None and index.context_group_key is not None)
+    }
+    if not touched:
+        return
     versions = [v async for v in service.indexer.active_versions(scope_id)]
     sequences = [s for s in index_sequences(versions) if sequence_key(s[0]) in touched]
     if sequences:

@@ -177,6 +177,9 @@ _V4 = (
     )
     """,
     "CREATE INDEX erased_versions_by_entry ON erased_versions (scope_id, entry_id, version)",
+    # Deleting a version checks the vectors that reference it (foreign key); the primary key
+    # (scope, profile, key) cannot answer "by key", so each check scanned the scope's vectors.
+    "CREATE INDEX entry_vectors_by_key ON entry_vectors (scope_id, key)",
 )
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)

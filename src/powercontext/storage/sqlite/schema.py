@@ -192,6 +192,10 @@ _V4 = (
     ) WITHOUT ROWID
     """,
     "CREATE INDEX erased_versions_by_entry ON erased_versions (scope_id, entry_id, version)",
+    # Deleting a version checks the rows that reference it by key (foreign keys): without these
+    # indexes each deleted version scanned every stored vector (seconds per 10k erased).
+    "CREATE INDEX entry_vectors_by_key ON entry_vectors (key)",
+    "CREATE INDEX fts_rewrites_by_key ON fts_rewrites (key)",
 )
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
