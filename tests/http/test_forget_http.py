@@ -39,6 +39,8 @@ def test_forget_over_http(auth_server: Served, fresh_scope: str) -> None:
         assert missing.status_code == 404
         with auth_server.client(KEY_A) as other:
             assert other.post("/v1/memory/forget", json=forget).status_code == 403
+            wipe = {"scope_id": scope}
+            assert other.post("/v1/scopes/forget", json=wipe).status_code == 403
 
         done = http.post("/v1/memory/forget", json=forget)
         assert done.status_code == 200, done.text

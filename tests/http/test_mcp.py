@@ -15,7 +15,7 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
-from powercontext.server.forget_routes import (
+from powercontext.server.erasure import (
     ForgetEntriesRequest,
     ForgetResultModel,
     ForgetScopeBody,
@@ -42,7 +42,7 @@ from powercontext.server.schemas import (
     SearchResponse,
     WriteResultModel,
 )
-from powercontext.server.scope_routes import ListScopesRequest, ScopesResponse
+from powercontext.server.scopes import ListScopesRequest, ScopesResponse
 from tests.http.conftest import KEY_A, KEY_ALL, KEY_B, Served
 
 TOOL_MODELS = {

@@ -31,7 +31,7 @@ from powercontext.storage.common import (
     erased_active_counts,
     erased_version,
 )
-from powercontext.storage.postgres.writes import _update_term_stats
+from powercontext.storage.postgres.writes import Lengths, _update_statistics
 
 
 async def _doomed_rows(
@@ -80,13 +80,13 @@ async def erase(
         revision = head + 1
         counts = erased_active_counts(doomed, head)
         cur = await conn.execute(
-            "UPDATE scopes SET head_revision = %s, active_count = greatest(active_count - %s, 0)"
-            " WHERE scope_id = %s RETURNING clock_timestamp()",
-            (revision, counts.get(head, 0), scope_id),
+            "UPDATE scopes SET head_revision = %s WHERE scope_id = %s RETURNING clock_timestamp()",
+            (revision, scope_id),
         )
         stamp = await cur.fetchone()
         assert stamp is not None  # the row is locked above
         erased_at = stamp[0]
+        remaining = max(active - counts.get(head, 0), 0)
         await conn.cursor().executemany(
             "UPDATE revisions SET active_count = greatest(active_count - %s, 0) "
             "WHERE scope_id = %s AND revision = %s",
@@ -95,7 +95,7 @@ async def erase(
         await conn.execute(
             "INSERT INTO revisions (scope_id, revision, created_at, active_count, change_count) "
             "VALUES (%s, %s, %s, %s, %s)",
-            (scope_id, revision, erased_at, max(active - counts.get(head, 0), 0), len(doomed)),
+            (scope_id, revision, erased_at, remaining, len(doomed)),
         )
         keys = [r[0] for r in doomed]
         await conn.execute(
@@ -104,22 +104,20 @@ async def erase(
         )
         cur = await conn.execute(
             "DELETE FROM entry_versions WHERE scope_id = %s AND key = ANY(%s::bigint[]) "
-            "RETURNING removed_revision IS NULL, tsvector_to_array(tokens)",
+            "RETURNING removed_revision IS NULL, tsvector_to_array(tokens), own_length, "
+            "context_length",
             (scope_id, keys),
         )
         lost: Counter[str] = Counter()
-        lexemes = 0
-        for was_active, terms in await cur.fetchall():
+        own = context = 0
+        for was_active, terms, own_length, context_length in await cur.fetchall():
             if was_active:
                 lost.subtract(terms)
-                lexemes += len(terms)
-        await _update_term_stats(conn, scope_id, lost)
+                own += int(own_length)
+                context += int(context_length)
+        await _update_statistics(conn, scope_id, Lengths(lost, -own, -context), remaining)
         # A term row names a word: one that no version holds any more goes with the text.
         await conn.execute("DELETE FROM term_stats WHERE scope_id = %s AND df <= 0", (scope_id,))
-        await conn.execute(
-            "UPDATE scopes SET lexeme_total = greatest(lexeme_total - %s, 0) WHERE scope_id = %s",
-            (lexemes, scope_id),
-        )
         await conn.execute(
             "UPDATE changes SET reason = NULL WHERE scope_id = %s AND entry_id = ANY(%s::text[])",
             (scope_id, sorted({r[1] for r in doomed})),

@@ -154,9 +154,48 @@ _V3 = (
     """,
 )
 
-# Issue 18, erasure: `forget` deletes versions for good. The change log gains the op and who
-# made it; each erased version leaves a tombstone (ids, erasing revision, actor: no content).
-_V4 = (
+# Issue 23: the SQLite channel's BM25F (search.bm25) needs each version's field lengths and the
+# counts of its repeated tokens, and each scope's length totals over its active versions.
+# The backfill derives lengths from the stored lexemes, which keep no counts: exact for
+# versions without a repeated token; `powercontext reindex --rebuild` makes every row exact.
+_V_BM25 = (
+    """
+    ALTER TABLE entry_versions
+        ADD COLUMN own_length integer NOT NULL DEFAULT 0 CHECK (own_length >= 0),
+        ADD COLUMN context_length integer NOT NULL DEFAULT 0 CHECK (context_length >= 0),
+        ADD COLUMN term_counts jsonb
+    """,
+    """
+    ALTER TABLE scopes
+        ADD COLUMN own_length_total bigint NOT NULL DEFAULT 0 CHECK (own_length_total >= 0),
+        ADD COLUMN context_length_total bigint NOT NULL DEFAULT 0
+            CHECK (context_length_total >= 0)
+    """,
+    """
+    UPDATE entry_versions v SET own_length = l.own, context_length = l.context
+    FROM (
+        SELECT scope_id, key,
+            count(*) FILTER (WHERE left(lexeme, 1) NOT IN ('_', '@')) AS own,
+            count(*) FILTER (WHERE left(lexeme, 1) = '_') AS context
+        FROM entry_versions, unnest(tsvector_to_array(tokens)) AS lexeme
+        GROUP BY scope_id, key
+    ) l
+    WHERE v.scope_id = l.scope_id AND v.key = l.key
+    """,
+    """
+    UPDATE scopes s SET own_length_total = t.own, context_length_total = t.context
+    FROM (
+        SELECT scope_id, sum(own_length) AS own, sum(context_length) AS context
+        FROM entry_versions WHERE removed_revision IS NULL GROUP BY scope_id
+    ) t
+    WHERE s.scope_id = t.scope_id
+    """,
+)
+
+# Issue 18, erasure (migration 5): `forget` deletes versions for good. The change log gains the
+# op and who made it; each erased version leaves a tombstone (ids, erasing revision, actor: no
+# content).
+_V_ERASURE = (
     "ALTER TABLE changes DROP CONSTRAINT changes_op_check",
     """
     ALTER TABLE changes ADD CONSTRAINT changes_op_check
@@ -182,7 +221,7 @@ _V4 = (
     "CREATE INDEX entry_vectors_by_key ON entry_vectors (scope_id, key)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V_BM25, _V_ERASURE)
 """MIGRATIONS[i] brings the schema from version i to version i + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -14,8 +14,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
-import numpy as np
-
 from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import MemoryChange
@@ -32,8 +30,8 @@ from powercontext.memory.ports import (
     VectorCandidate,
 )
 from powercontext.memory.search.fields import FieldWeights
-from powercontext.storage.common import validate_plan
-from powercontext.storage.sqlite import erasure, fulltext, reads, writes
+from powercontext.storage.common import query_array, validate_plan
+from powercontext.storage.sqlite import erasure, reads, writes
 from powercontext.storage.sqlite.ann import IndexOptions
 from powercontext.storage.sqlite.connections import MEMORY, ConnectionOptions, ConnectionPool
 from powercontext.storage.sqlite.fulltext import TermCache
@@ -178,9 +176,9 @@ class SqliteMemoryStore:
 
         def work(conn: sqlite3.Connection) -> list[FtsCandidate]:
             allowed = reads.filtered_keys(conn, scope_id, revision, where)
-            return fulltext.fts_candidates(
-                postings, conn, revision, wanted, limit, fields or FieldWeights(), allowed
-            )
+            with postings.lock:
+                postings.refresh(conn)
+                return postings.search(revision, wanted, limit, fields or FieldWeights(), allowed)
 
         return await self._read(work, "searching the full-text index")
 
@@ -194,9 +192,7 @@ class SqliteMemoryStore:
         limit: int,
         where: MemoryFilter | None = None,
     ) -> list[VectorCandidate]:
-        vector = np.asarray(query, dtype=np.float32)
-        if vector.ndim != 1 or not np.all(np.isfinite(vector)):
-            raise MemoryValidationError("the query vector must be a finite 1-D array")
+        vector = query_array(query)
         matrix = self._vectors.get(scope_id, profile_id)
 
         def work(conn: sqlite3.Connection) -> list[VectorCandidate]:
