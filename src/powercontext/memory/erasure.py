@@ -16,6 +16,7 @@ every sequence (thread or batch) an erased version belonged to are re-derived, a
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 from collections.abc import Sequence
@@ -33,6 +34,8 @@ from powercontext.memory.tombstones import raise_if_entry_erased
 
 if TYPE_CHECKING:
     from powercontext.memory.service import MemoryService
+
+log = logging.getLogger("powercontext.memory")
 
 MAX_FORGET_ENTRIES = 1000
 """Entry ids one `forget` call names at most; a whole scope goes through `forget_scope`."""
@@ -103,7 +106,19 @@ async def forget(
                 await asyncio.sleep(random.uniform(0.001, 0.05))
     if result.erased:
         service.indexer.drop_recent()
-        await _rederive_neighbours(service, scope_id, result)
+        try:
+            await _rederive_neighbours(service, scope_id, result)
+        except Exception as exc:
+            # The erasure itself committed; failing the call now would have a client retry
+            # it into a 410. The neighbours keep the erased words in their derived index
+            # until `reindex --rebuild`, so this is an error, not a warning.
+            log.error(
+                "after erasing %d versions of scope %r, re-deriving their neighbours' index "
+                "failed (%s); run `powercontext reindex --rebuild`",
+                len(result.erased),
+                scope_id,
+                type(exc).__name__,
+            )
         await store.scrub(scope_id)
     revision = result.revision or head
     return MemoryForgetResult(
