@@ -77,6 +77,7 @@ async def _admin(statement: str, database: str = "postgres") -> None:
 def _emptying(schema: str) -> str:
     """Statements that return a used (migrated) schema to its freshly migrated state."""
     tables = (
+        "erased_versions",
         "idempotency_keys",
         "scope_index_profiles",
         "entry_vectors",

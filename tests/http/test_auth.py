@@ -40,6 +40,7 @@ def _body(route: str, scope: str) -> dict[str, Any]:
         "entries/history": {"entry_id": "e"},
         "changes": {},
         "head": {},
+        "forget": {"entry_ids": ["e"]},
     }
     return {"scope_id": scope, **bodies[route]}
 
@@ -57,6 +58,7 @@ ROUTES = [
     "entries/history",
     "changes",
     "head",
+    "forget",
 ]
 
 

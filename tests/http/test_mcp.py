@@ -15,6 +15,11 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
+from powercontext.server.erasure import (
+    ForgetEntriesRequest,
+    ForgetResultModel,
+    ForgetScopeBody,
+)
 from powercontext.server.history import EntryByIdRequest, EntryHistoryModel, HistoryRequest
 from powercontext.server.mcp import MEMORY_TOOLS
 from powercontext.server.schemas import (
@@ -55,6 +60,8 @@ TOOL_MODELS = {
     "list_changes": (ChangesRequest, ChangesPageModel),
     "head": (HeadRequest, HeadResponse),
     "list_scopes": (ListScopesRequest, ScopesResponse),
+    "forget_entry": (ForgetEntriesRequest, ForgetResultModel),
+    "forget_scope": (ForgetScopeBody, ForgetResultModel),
 }
 
 

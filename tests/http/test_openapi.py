@@ -71,6 +71,7 @@ def test_every_memory_operation_documents_its_errors() -> None:
             "entries/history",
             "changes",
             "head",
+            "forget",
         )
     }
     for path, operation in memory.items():
@@ -82,6 +83,9 @@ def test_every_memory_operation_documents_its_errors() -> None:
     assert {"502", "504"} <= set(memory["/v1/memory/search"]["responses"])
     assert {"502", "504"} <= set(memory["/v1/memory/search/batch"]["responses"])
     assert "409" in memory["/v1/memory/remember"]["responses"]
+    assert {"404", "409", "410"} <= set(memory["/v1/memory/forget"]["responses"])
+    assert "410" in memory["/v1/memory/entries/get"]["responses"]
+    assert "410" in memory["/v1/memory/entries/by-id"]["responses"]
 
 
 def test_every_field_is_documented() -> None:
@@ -99,6 +103,7 @@ def test_every_field_is_documented() -> None:
         "capability_not_supported",
         "revision_conflict",
         "not_found",
+        "erased",
         "unauthorized",
         "forbidden",
         "payload_too_large",

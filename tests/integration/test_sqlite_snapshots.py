@@ -187,3 +187,57 @@ async def test_the_sign_bit_self_check_and_rotation_are_saved_with_the_snapshot(
     found, matrix = await _search_and_matrix(path, 1, query)
     assert matrix.checked_size == 300 and matrix.sign_bits_ok
     assert found == await _exact(path, 1, query)
+
+
+async def test_erasure_deletes_the_snapshots_and_an_older_one_is_not_trusted(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "memory.sqlite3"
+    cache = tmp_path / "memory.sqlite3.cache"
+    keys = await _filled(path, 300)
+    query = _units(300, 1)[3]
+    store = await SqliteMemoryStore.open(path, index=OPTIONS)
+    try:
+        await store.fts_candidates("s", 1, ["text"], limit=5)  # writes the postings snapshot
+        saved = {p.name: p.read_bytes() for p in cache.iterdir()}
+        assert any(n.startswith("vectors-") for n in saved)
+        assert any(n.startswith("terms-") for n in saved)
+        result = await store.erase("s", 1, ["e3"], actor=None, reason=None)
+        assert result.erased
+        # The files held the erased vector and tokens: erasure deletes them.
+        assert not list(cache.glob("vectors-*")) and not list(cache.glob("terms-*"))
+    finally:
+        await store.close()
+    # A process that read before the erasure may still write its snapshot afterwards: one
+    # from before the erasure is cleared when mapped, never served.
+    for name, data in saved.items():
+        (cache / name).write_bytes(data)
+    found, matrix = await _search_and_matrix(path, 2, query, limit=300)
+    assert keys[3] not in found and len(found) == 299
+    assert matrix.erasures == 1
+    store = await SqliteMemoryStore.open(path, index=OPTIONS)
+    try:
+        words = await store.fts_candidates("s", 2, ["3"], limit=300)
+        assert keys[3] not in [c.key for c in words]
+    finally:
+        await store.close()
+
+
+async def test_a_snapshot_written_after_an_erasure_is_mapped(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite3"
+    keys = await _filled(path, 300)
+    store = await SqliteMemoryStore.open(path, index=OPTIONS)
+    try:
+        await store.erase("s", 1, ["e3"], actor=None, reason=None)
+        await store.vector_candidates("s", 2, "p", _units(1, seed=4)[0], limit=5)  # saves anew
+    finally:
+        await store.close()
+    (file,) = (tmp_path / "memory.sqlite3.cache").glob("vectors-*")
+    written = file.stat().st_mtime_ns, file.stat().st_ino
+    query = _units(1, seed=9)[0]
+    found, matrix = await _search_and_matrix(path, 2, query)
+    # The snapshot carries the erasure count it was filled at: mapped as it is, not refilled
+    # from the database and written again.
+    assert matrix.erasures == 1 and matrix._row_of is None
+    assert (file.stat().st_mtime_ns, file.stat().st_ino) == written
+    assert keys[3] not in found and found == await _exact(path, 2, query)

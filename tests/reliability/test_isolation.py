@@ -43,12 +43,14 @@ def test_the_auth_matrix_covers_every_memory_route() -> None:
     memory = {path.removeprefix("/v1/memory/") for path in paths if path.startswith("/v1/memory/")}
     assert memory == set(test_auth.ROUTES)
     # Everything else is operational and carries no scope data, except /v1/scopes, which
-    # lists only the scopes the key may use (tests/http/test_entry_routes.py).
+    # lists only the scopes the key may use (tests/http/test_entry_routes.py), and
+    # /v1/scopes/forget, refused for another scope's key (tests/http/test_forget_http.py).
     assert {p for p in paths if not p.startswith("/v1/memory/")} == {
         "/v1/health",
         "/v1/ready",
         "/metrics",
         "/v1/scopes",
+        "/v1/scopes/forget",
     }
 
 

@@ -15,7 +15,7 @@ from powercontext import client
 from powercontext.client.errors import ApiError, error_from_response
 from powercontext.memory import errors as domain
 from powercontext.memory.error_codes import BY_CODE, ERRORS, ErrorSpec
-from powercontext.memory.errors import PowerContextError, RevisionConflictError
+from powercontext.memory.errors import ErasedError, PowerContextError, RevisionConflictError
 from powercontext.server.errors import describe, envelope, install_error_handlers
 from powercontext.server.mcp import tool_error_of
 from powercontext.server.schemas import ErrorCode
@@ -28,6 +28,8 @@ FRAMEWORK = [spec for spec in ERRORS if spec.framework_status]
 def _raised(cls: type[PowerContextError]) -> PowerContextError:
     if cls is RevisionConflictError:
         return RevisionConflictError("stale", expected=1, actual=2)
+    if cls is ErasedError:
+        return ErasedError("gone", entry_id="e", entry_version_id="v", erased_revision=3)
     return cls("what went wrong")
 
 

@@ -7,6 +7,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
+from powercontext.memory.erasure import (
+    ForgetMemoryRequest,
+    ForgetScopeRequest,
+    MemoryForgetResult,
+)
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.history import MemoryEntryHistory
 from powercontext.memory.models import (
@@ -62,6 +67,12 @@ class CliMemory(Protocol):
     async def changes(self, since_revision: int = 0, *, limit: int = 1000) -> MemoryChangesPage: ...
 
     async def head(self) -> MemoryRef | None: ...
+
+    async def forget(self, request: ForgetMemoryRequest | str) -> MemoryForgetResult: ...
+
+    async def forget_scope(
+        self, request: ForgetScopeRequest | None = None
+    ) -> MemoryForgetResult: ...
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from powercontext.cli import output, revision_commands, scope_commands
+from powercontext.cli import forget_commands, output, revision_commands, scope_commands
 from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
 from powercontext.cli.memory_options import (
     Citation,
@@ -221,3 +221,5 @@ app.command()(revision_commands.changes)
 app.command()(revision_commands.head)
 app.command()(revision_commands.history)
 app.command()(scope_commands.scopes)
+app.command()(forget_commands.forget)
+app.command("forget-scope")(forget_commands.forget_scope)

@@ -10,6 +10,7 @@ with SyncPowerContextClient("http://127.0.0.1:8000") as client:
 from powercontext.client.client import PowerContextClient, SyncPowerContextClient
 from powercontext.client.errors import (
     ApiCapabilityNotSupportedError,
+    ApiErasedError,
     ApiError,
     ApiIdempotencyConflictError,
     ApiInferenceTimeoutError,
@@ -37,6 +38,7 @@ from powercontext.client.wire import HealthStatus, ReadinessCheck, ReadinessRepo
 
 __all__ = [
     "ApiCapabilityNotSupportedError",
+    "ApiErasedError",
     "ApiError",
     "ApiIdempotencyConflictError",
     "ApiInferenceTimeoutError",

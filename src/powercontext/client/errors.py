@@ -14,6 +14,7 @@ from powercontext.memory import errors as domain
 from powercontext.memory.error_codes import ERRORS
 from powercontext.memory.errors import (
     CapabilityNotSupportedError,
+    ErasedError,
     IdempotencyConflictError,
     InferenceTimeoutError,
     InferenceUnavailableError,
@@ -91,6 +92,16 @@ class ApiPayloadTooLargeError(ApiError, PayloadTooLargeError):
     pass
 
 
+class ApiErasedError(ApiError, ErasedError):
+    """410: the entry or version was erased; the tombstone's ids travel in `details`."""
+
+    def __init__(self, message: str, **info: Any) -> None:
+        super().__init__(message, **info)
+        self.entry_id: str = str(self.details.get("entry_id", ""))
+        self.entry_version_id: str | None = self.details.get("entry_version_id")
+        self.erased_revision: int = int(self.details.get("erased_revision") or 0)
+
+
 class ApiRevisionConflictError(ApiError, RevisionConflictError):
     def __init__(self, message: str, **info: Any) -> None:
         super().__init__(message, **info)
@@ -129,6 +140,7 @@ _CLASSES: dict[str, type[ApiError]] = {
         ApiCapabilityNotSupportedError,
         ApiNotFoundError,
         ApiPayloadTooLargeError,
+        ApiErasedError,
         ApiRevisionConflictError,
         ApiIdempotencyConflictError,
         ApiInferenceTimeoutError,

@@ -7,6 +7,11 @@ from collections.abc import Sequence
 from powercontext.client import wire
 from powercontext.client.batches import merge_results
 from powercontext.client.transport import AsyncTransport, SyncTransport
+from powercontext.memory.erasure import (
+    ForgetMemoryRequest,
+    ForgetScopeRequest,
+    MemoryForgetResult,
+)
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.history import MemoryEntryHistory
 from powercontext.memory.models import (
@@ -25,6 +30,10 @@ from powercontext.memory.models import (
 )
 from powercontext.memory.scoped import validate_scope_id
 from powercontext.memory.scopes import ScopeSummary
+
+
+def _forget_request(request: ForgetMemoryRequest | str) -> ForgetMemoryRequest:
+    return ForgetMemoryRequest(entry_ids=(request,)) if isinstance(request, str) else request
 
 
 class AsyncScopedMemoryClient:
@@ -52,6 +61,14 @@ class AsyncScopedMemoryClient:
 
     async def reactivate(self, request: ReactivateMemoryRequest) -> MemoryWriteResult:
         return await self._t.run(wire.reactivate(self.scope_id, request))
+
+    async def forget(self, request: ForgetMemoryRequest | str) -> MemoryForgetResult:
+        """Erase every version of an entry for good (410 `erased` for it afterwards)."""
+        return await self._t.run(wire.forget(self.scope_id, _forget_request(request)))
+
+    async def forget_scope(self, request: ForgetScopeRequest | None = None) -> MemoryForgetResult:
+        """Erase every entry version of this scope for good."""
+        return await self._t.run(wire.forget_scope(self.scope_id, request or ForgetScopeRequest()))
 
     async def search(
         self, request: SearchMemoryRequest, *, include_rerank: wire.IncludeRerank = "none"
@@ -123,6 +140,14 @@ class SyncScopedMemoryClient:
 
     def reactivate(self, request: ReactivateMemoryRequest) -> MemoryWriteResult:
         return self._t.run(wire.reactivate(self.scope_id, request))
+
+    def forget(self, request: ForgetMemoryRequest | str) -> MemoryForgetResult:
+        """Erase every version of an entry for good (410 `erased` for it afterwards)."""
+        return self._t.run(wire.forget(self.scope_id, _forget_request(request)))
+
+    def forget_scope(self, request: ForgetScopeRequest | None = None) -> MemoryForgetResult:
+        """Erase every entry version of this scope for good."""
+        return self._t.run(wire.forget_scope(self.scope_id, request or ForgetScopeRequest()))
 
     def search(
         self, request: SearchMemoryRequest, *, include_rerank: wire.IncludeRerank = "none"

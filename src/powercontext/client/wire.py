@@ -14,6 +14,11 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from powercontext.client.batches import remember_bodies
+from powercontext.memory.erasure import (
+    ForgetMemoryRequest,
+    ForgetScopeRequest,
+    MemoryForgetResult,
+)
 from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.history import MemoryEntryHistory
@@ -270,6 +275,23 @@ def history(scope_id: str, entry_id: str, revision: int | None) -> Call[MemoryEn
         MemoryEntryHistory.model_validate,
         _by_entry(scope_id, entry_id, revision),
         idempotent=True,
+    )
+
+
+def forget(scope_id: str, request: ForgetMemoryRequest) -> Call[MemoryForgetResult]:
+    # Not retried on a lost answer: a repeat of a forget that went through is a 410 `erased`.
+    return Call(
+        "POST",
+        "/v1/memory/forget",
+        MemoryForgetResult.model_validate,
+        _body(scope_id, request),
+        entries=len(request.entry_ids),
+    )
+
+
+def forget_scope(scope_id: str, request: ForgetScopeRequest) -> Call[MemoryForgetResult]:
+    return Call(
+        "POST", "/v1/scopes/forget", MemoryForgetResult.model_validate, _body(scope_id, request)
     )
 
 

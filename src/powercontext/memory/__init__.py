@@ -1,8 +1,14 @@
 """PowerContext Memory: models, ports and errors of the public runtime API."""
 
+from powercontext.memory.erasure import (
+    ForgetMemoryRequest,
+    ForgetScopeRequest,
+    MemoryForgetResult,
+)
 from powercontext.memory.errors import (
     CapabilityNotSupportedError,
     ConfigurationError,
+    ErasedError,
     ForbiddenError,
     InferenceError,
     InferenceTimeoutError,
@@ -44,7 +50,10 @@ __all__ = [
     "ConfigurationError",
     "EmbeddingModel",
     "EmbeddingProfile",
+    "ErasedError",
     "ForbiddenError",
+    "ForgetMemoryRequest",
+    "ForgetScopeRequest",
     "InferenceError",
     "InferenceTimeoutError",
     "InferenceUnavailableError",
@@ -55,6 +64,7 @@ __all__ = [
     "MemoryCitation",
     "MemoryEntriesPage",
     "MemoryEntry",
+    "MemoryForgetResult",
     "MemoryHit",
     "MemoryRef",
     "MemoryRerankDecision",

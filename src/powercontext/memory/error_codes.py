@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from powercontext.memory.errors import (
     CapabilityNotSupportedError,
+    ErasedError,
     ForbiddenError,
     IdempotencyConflictError,
     InferenceError,
@@ -110,6 +111,15 @@ ERRORS: tuple[ErrorSpec, ...] = (
         "ApiNotFoundError",
         "the cited entry, version or revision does not exist in this scope.",
         framework_status=True,
+    ),
+    # A forgotten entry: its tombstone answers, never its text.
+    ErrorSpec(
+        "erased",
+        410,
+        ErasedError,
+        "ApiErasedError",
+        "the cited entry or version was erased (forget); `details` names its ids and the "
+        "erasing revision, never its content.",
     ),
     ErrorSpec(
         "payload_too_large",

@@ -96,3 +96,23 @@ class IdempotencyConflictError(PowerContextError):
     """An idempotency key already recorded in this scope for a write with another body."""
 
     code = "idempotency_conflict"
+
+
+class ErasedError(PowerContextError):
+    """The cited entry or entry version was erased (`forget`): only its tombstone remains,
+    which names the ids and the erasing revision, never the text."""
+
+    code = "erased"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        entry_id: str,
+        entry_version_id: str | None = None,
+        erased_revision: int,
+    ) -> None:
+        super().__init__(message)
+        self.entry_id = entry_id
+        self.entry_version_id = entry_version_id
+        self.erased_revision = erased_revision

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from powercontext.memory.errors import NotFoundError
+from powercontext.memory.errors import ErasedError, NotFoundError
 from powercontext.memory.models import (
     MemoryChange,
     MemoryChangesPage,
@@ -86,16 +86,21 @@ async def entry_history(
     seen: set[str] = set()
     for change in changes:
         version_id = change.entry_version_id
-        if change.op == "retire" or version_id in seen:
+        if change.op in ("retire", "forget") or version_id in seen:
             continue
         seen.add(version_id)
         cited = MemoryCitation(memory_ref=ref, entry_id=entry_id, entry_version_id=version_id)
-        entry = await memory.get(cited)
+        try:
+            entry = await memory.get(cited)
+        except ErasedError:
+            # An erased version keeps its changes (ids only), never its content.
+            continue
         if entry is not None:
             versions.append(EntryVersionRecord(entry=entry, written_by=change))
-    # The newest change decides: a retire leaves no active version, any other op wrote it.
+    # The newest change decides: a retire or forget leaves no active version, any other op
+    # wrote it.
     active = None
-    if changes[0].op != "retire" and versions:
+    if changes[0].op not in ("retire", "forget") and versions:
         active = versions[0].entry
     return MemoryEntryHistory(
         memory_ref=ref,

@@ -24,7 +24,8 @@ MAX_THREAD_CHARS = 256
 SearchMode = Literal["auto", "fts", "vector", "hybrid"]
 ResolvedMode = Literal["fts", "vector", "hybrid"]
 Channel = Literal["fts", "vector"]
-ChangeOp = Literal["add", "revise", "retire", "reactivate"]
+ChangeOp = Literal["add", "revise", "retire", "reactivate", "forget"]
+"""`forget` is the audit record of an erasure: the version it names is gone, only its ids stay."""
 RerankStatus = Literal[
     "applied",
     "fallback_no_valid_rank",
@@ -382,6 +383,8 @@ class MemoryChange(_Frozen):
     previous_entry_version_id: str | None = None
     reason: str | None = None
     created_at: datetime
+    actor: str | None = None
+    """Who made an erasure (`forget` changes): an API key's fingerprint, or the local caller."""
 
 
 class MemoryChangesPage(_Frozen):

@@ -107,6 +107,38 @@ class IdempotentWrite:
 
 
 @dataclass(frozen=True, slots=True)
+class Tombstone:
+    """What remains of an erased entry version: ids and the erasure, never content."""
+
+    entry_id: str
+    entry_version_id: str
+    version: int
+    erased_revision: int
+    erased_at: datetime
+    actor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ErasedVersion:
+    """One version an erasure removed, as the erasing transaction read it (for re-deriving
+    its neighbours' index, never handed out: it names the thread, not the text)."""
+
+    key: int
+    entry_id: str
+    entry_version_id: str
+    version: int
+    added_revision: int
+    thread: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ErasureResult:
+    revision: int | None
+    """The revision the erasure made; None when nothing was left to erase."""
+    erased: tuple[ErasedVersion, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class FtsCandidate:
     key: int
     score: float
@@ -248,6 +280,33 @@ class MemoryStore(Protocol):
 
     async def active_count(self, scope_id: str, revision: int) -> int:
         """How many entry versions are active at `revision` (0 for an unknown one)."""
+        ...
+
+    async def erase(
+        self,
+        scope_id: str,
+        expected_head: int | None,
+        entry_ids: Sequence[str] | None,
+        *,
+        actor: str | None,
+        reason: str | None,
+    ) -> ErasureResult:
+        """Physically delete every version of `entry_ids` (None: of the whole scope) with
+        their tokens and vectors, and any derived row naming them, in one new revision whose
+        changes are `forget` records (ids and actor, no content) next to a tombstone per
+        version. The same compare-and-swap as `commit` (RevisionConflictError); entry ids with
+        no stored version are skipped, and with nothing to erase no revision is made."""
+        ...
+
+    async def scrub(self, scope_id: str) -> None:
+        """After an erasure and the re-derivation of its neighbours: make the deleted bytes
+        unrecoverable as far as the backend can by itself (see each adapter)."""
+        ...
+
+    async def tombstones(
+        self, scope_id: str, *, entry_id: str | None = None, entry_version_id: str | None = None
+    ) -> list[Tombstone]:
+        """Tombstones of one entry or of one version, ascending by version."""
         ...
 
     async def close(self) -> None: ...

@@ -7,6 +7,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter, ValidationError
 
+from powercontext.memory.erasure import (
+    ForgetMemoryRequest,
+    ForgetScopeRequest,
+    MemoryForgetResult,
+)
 from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.history import MemoryEntryHistory, entry_history
@@ -60,6 +65,23 @@ class ScopedMemory:
 
     async def reactivate(self, request: ReactivateMemoryRequest) -> MemoryWriteResult:
         return await self._service.reactivate(self.scope_id, request)
+
+    async def forget(
+        self, request: ForgetMemoryRequest | str, *, actor: str | None = None
+    ) -> MemoryForgetResult:
+        """Erase every version of an entry (its id, or a request naming several) for good:
+        text, metadata, tokens and vectors. A citation of it then raises ErasedError."""
+        if isinstance(request, str):
+            request = ForgetMemoryRequest(entry_ids=(request,))
+        return await self._service.forget(self.scope_id, request, actor=actor)
+
+    async def forget_scope(
+        self, request: ForgetScopeRequest | None = None, *, actor: str | None = None
+    ) -> MemoryForgetResult:
+        """Erase every entry version of this scope for good; revisions and tombstones stay."""
+        return await self._service.forget_scope(
+            self.scope_id, request or ForgetScopeRequest(), actor=actor
+        )
 
     async def search(self, request: SearchMemoryRequest) -> MemorySearchPage:
         return await self._service.search(self.scope_id, request)

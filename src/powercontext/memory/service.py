@@ -15,6 +15,12 @@ from dataclasses import dataclass, field
 from powercontext.memory.commit import Planner, commit_planned
 from powercontext.memory.cursors import decode_cursor, encode_cursor
 from powercontext.memory.entries import entry_at, entry_from_stored
+from powercontext.memory.erasure import (
+    ForgetMemoryRequest,
+    ForgetScopeRequest,
+    MemoryForgetResult,
+    forget,
+)
 from powercontext.memory.errors import (
     InvalidCursorError,
     MemoryValidationError,
@@ -62,6 +68,7 @@ from powercontext.memory.search.feedback import FeedbackConfig
 from powercontext.memory.search.fields import FieldWeights
 from powercontext.memory.search.pipeline import SearchPipeline
 from powercontext.memory.search.vector_feedback import VectorFeedbackConfig
+from powercontext.memory.tombstones import raise_if_entry_erased, raise_if_version_erased
 
 log = logging.getLogger("powercontext.memory")
 
@@ -137,6 +144,31 @@ class MemoryService:
 
     def _lock(self, scope_id: str) -> asyncio.Lock:
         return self._locks.setdefault(scope_id, asyncio.Lock())
+
+    def lock_of(self, scope_id: str) -> asyncio.Lock:
+        """The scope's in-process write lock (erasure takes it like every write)."""
+        return self._lock(scope_id)
+
+    async def forget(
+        self, scope_id: str, request: ForgetMemoryRequest, *, actor: str | None = None
+    ) -> MemoryForgetResult:
+        """Erase every version of the request's entries (see memory.erasure)."""
+        return await forget(
+            self,
+            scope_id,
+            request.entry_ids,
+            request.expected_revision,
+            actor=actor,
+            reason=request.reason,
+        )
+
+    async def forget_scope(
+        self, scope_id: str, request: ForgetScopeRequest, *, actor: str | None = None
+    ) -> MemoryForgetResult:
+        """Erase every entry version of the scope (see memory.erasure)."""
+        return await forget(
+            self, scope_id, None, request.expected_revision, actor=actor, reason=request.reason
+        )
 
     # ---- writes ---------------------------------------------------------------------------
 
@@ -340,7 +372,10 @@ class MemoryService:
         if citation.memory_ref.scope_id != scope_id:
             return None
         stored = await self.store.get_version(scope_id, citation.entry_version_id)
-        if stored is None or stored.entry_id != citation.entry_id:
+        if stored is None:
+            await raise_if_version_erased(self.store, scope_id, citation.entry_version_id)
+            return None
+        if stored.entry_id != citation.entry_id:
             return None
         # A citation names a revision at which the version existed: not one before it was
         # written, nor one the scope has not reached (echoing a made-up revision back would
@@ -353,8 +388,13 @@ class MemoryService:
     async def get_entry(
         self, scope_id: str, entry_id: str, *, revision: int | None = None
     ) -> MemoryEntry:
-        """The version of `entry_id` active at `revision` (default the head)."""
-        return await entry_at(self.store, scope_id, entry_id, revision)
+        """The version of `entry_id` active at `revision` (default the head); ErasedError
+        when it was erased."""
+        try:
+            return await entry_at(self.store, scope_id, entry_id, revision)
+        except NotFoundError:
+            await raise_if_entry_erased(self.store, scope_id, entry_id)
+            raise
 
     async def list(
         self,

@@ -32,6 +32,9 @@ class KeyGrant:
     """What one authenticated caller may do. `scopes=None` means every scope."""
 
     scopes: frozenset[str] | None
+    key_id: str | None = None
+    """`key:` and the first 12 hex digits of the key's SHA-256: names the key in audit
+    records (an erasure's actor) without revealing it. None when auth is off."""
 
     def allows(self, scope_id: str) -> bool:
         return self.scopes is None or scope_id in self.scopes
@@ -59,7 +62,8 @@ def _parse_keys(raw: Any, source: str) -> dict[str, KeyGrant]:
             raise ConfigurationError(
                 f'{source}: each key maps to a non-empty list of scope ids or ["*"]'
             )
-        grants[key] = UNRESTRICTED if ALL_SCOPES in scopes else KeyGrant(frozenset(scopes))
+        allowed = None if ALL_SCOPES in scopes else frozenset(scopes)
+        grants[key] = KeyGrant(allowed, key_id=key_fingerprint(key))
     return grants
 
 
@@ -77,6 +81,10 @@ def load_keys(http: HttpConfig) -> dict[str, KeyGrant]:
             ) from exc
         grants |= _parse_keys(raw, _KEYS_FILE)
     return grants
+
+
+def key_fingerprint(key: str) -> str:
+    return "key:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def _digest(key: str) -> bytes:

@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, Response
 
 from powercontext.memory.error_codes import BY_CODE, ERRORS, spec_of
 from powercontext.memory.errors import (
+    ErasedError,
     ForbiddenError,
     PowerContextError,
     RevisionConflictError,
@@ -74,6 +75,12 @@ def describe(exc: PowerContextError) -> tuple[int, str, str, dict[str, Any]]:
     details: dict[str, Any] = {}
     if isinstance(exc, RevisionConflictError):
         details = {"expected_revision": exc.expected, "actual_revision": exc.actual}
+    elif isinstance(exc, ErasedError):
+        details = {
+            "entry_id": exc.entry_id,
+            "entry_version_id": exc.entry_version_id,
+            "erased_revision": exc.erased_revision,
+        }
     if isinstance(exc, StorageError):
         message = _storage_message(exc)
     else:

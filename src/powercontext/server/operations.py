@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
-from powercontext.server import handlers, inspector_views
+from powercontext.server import erasure, handlers, inspector_views
 from powercontext.server.calls import Call, Handler, ScopeRule
 from powercontext.server.history import EntryByIdRequest, EntryHistoryModel, HistoryRequest
 from powercontext.server.schemas import (
@@ -194,7 +194,7 @@ OPERATIONS: tuple[Operation, ...] = (
         EntryModel,
         handlers.get_entry,
         writes=False,
-        http=HttpRoute("POST", "/v1/memory/entries/get", (404,)),
+        http=HttpRoute("POST", "/v1/memory/entries/get", (404, 410)),
         tools=(
             McpTool(
                 "get_entry",
@@ -292,7 +292,7 @@ OPERATIONS: tuple[Operation, ...] = (
         EntryModel,
         handlers.get_entry_by_id,
         writes=False,
-        http=HttpRoute("POST", "/v1/memory/entries/by-id", (404,)),
+        http=HttpRoute("POST", "/v1/memory/entries/by-id", (404, 410)),
         tools=(
             McpTool(
                 "get_entry_by_id",
@@ -322,6 +322,44 @@ OPERATIONS: tuple[Operation, ...] = (
             ),
         ),
         inspector=InspectorRoute("POST", "/history", inspector_views.history),
+    ),
+    Operation(
+        "forget_entries",
+        "Erase entries for good (text, metadata, tokens, vectors); tombstones remain",
+        erasure.ForgetEntriesRequest,
+        erasure.ForgetResultModel,
+        erasure.forget_entries,
+        writes=True,
+        http=HttpRoute("POST", "/v1/memory/forget", (404, 409, 410)),
+        tools=(
+            McpTool(
+                "forget_entry",
+                "Forget entries",
+                "Erase entries (by entry_id) for good: the text, metadata, tokens and vectors "
+                "of every version, at every revision. Cannot be undone. Their citations then "
+                "answer `erased`; the change log keeps their ids and a forget change naming "
+                "the caller's key.",
+                destructive=True,
+            ),
+        ),
+    ),
+    Operation(
+        "forget_scope",
+        "Erase every entry of a scope for good; revisions and tombstones remain",
+        erasure.ForgetScopeBody,
+        erasure.ForgetResultModel,
+        erasure.forget_scope,
+        writes=True,
+        http=HttpRoute("POST", "/v1/scopes/forget", (404, 409)),
+        tools=(
+            McpTool(
+                "forget_scope",
+                "Forget scope",
+                "Erase every entry of a scope for good (cannot be undone); its revisions and "
+                "tombstones remain and it takes new writes.",
+                destructive=True,
+            ),
+        ),
     ),
     Operation(
         "list_scopes",

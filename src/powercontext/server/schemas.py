@@ -95,6 +95,7 @@ ErrorCode = Literal[
     "revision_conflict",
     "idempotency_conflict",
     "not_found",
+    "erased",
     "unauthorized",
     "forbidden",
     "payload_too_large",
@@ -564,7 +565,10 @@ class EntriesPageModel(_Wire):
 
 class ChangeModel(_Wire):
     revision: int = Field(description="The revision the change belongs to.")
-    op: ChangeOp = Field(description="add, revise, retire or reactivate.")
+    op: ChangeOp = Field(
+        description="add, revise, retire, reactivate, or forget (an erasure: the version named "
+        "is gone, only its ids remain)."
+    )
     entry_id: str = Field(description="The entry changed.")
     entry_version_id: str = Field(description="The version written (or retired, for retire).")
     previous_entry_version_id: str | None = Field(
@@ -572,6 +576,11 @@ class ChangeModel(_Wire):
     )
     reason: str | None = Field(default=None, description="The reason given by the writer.")
     created_at: datetime = Field(description="When the revision was committed (UTC).")
+    actor: str | None = Field(
+        default=None,
+        description="Who erased (forget changes): `key:<sha256 prefix>` of the API key, "
+        "`local` for the embedded runtime or CLI, null when auth is off.",
+    )
 
 
 class ChangesPageModel(_Wire):

@@ -16,7 +16,13 @@ import numpy.typing as npt
 
 from powercontext.memory.errors import MemoryValidationError, RevisionConflictError
 from powercontext.memory.models import MemoryChange
-from powercontext.memory.ports import NewVersion, PlannedChange, StoredVersion, Vector
+from powercontext.memory.ports import (
+    ErasedVersion,
+    NewVersion,
+    PlannedChange,
+    StoredVersion,
+    Vector,
+)
 
 _CARRIES_NEW = {"add": True, "revise": True, "reactivate": True, "retire": False}
 _RETIRES = {"add": False, "revise": True, "reactivate": False, "retire": True}
@@ -28,7 +34,7 @@ VERSION_COLUMNS = (
 """The columns `version_from_row` reads, in its order."""
 
 CHANGE_COLUMNS = (
-    "revision, op, entry_id, entry_version_id, previous_entry_version_id, reason, created_at"
+    "revision, op, entry_id, entry_version_id, previous_entry_version_id, reason, created_at, actor"
 )
 """The columns `change_from_row` reads, in its order."""
 
@@ -149,6 +155,7 @@ def change_from_row(
         previous_entry_version_id=row[4],
         reason=row[5],
         created_at=created_at(row[6]),
+        actor=row[7],
     )
 
 
@@ -162,3 +169,39 @@ def whole_revisions(rows: Sequence[Sequence[Any]], limit: int) -> tuple[list[Any
     cut = rows[limit][0]
     kept = [row for row in rows if row[0] < cut]
     return kept, None if kept else int(cut)
+
+
+ERASED_COLUMNS = (
+    "key, entry_id, entry_version_id, version, added_revision, removed_revision, thread"
+)
+"""The columns an erasure reads of each version it deletes, in `ErasedRow` order."""
+ErasedRow = tuple[int, str, str, int, int, int | None, str | None]
+
+
+def erased_active_counts(rows: Sequence[ErasedRow], head: int) -> dict[int, int]:
+    """How many of the erased versions were active at each revision up to `head` (revisions
+    with none are left out): each revision's stored active count drops by that much, so
+    counts at older revisions match what an as-of read now finds."""
+    delta = [0] * (head + 2)
+    for row in rows:
+        added, removed = row[4], row[5]
+        delta[added] += 1
+        delta[min(removed if removed is not None else head + 1, head + 1)] -= 1
+    counts: dict[int, int] = {}
+    running = 0
+    for revision in range(1, head + 1):
+        running += delta[revision]
+        if running:
+            counts[revision] = running
+    return counts
+
+
+def erased_version(row: ErasedRow) -> ErasedVersion:
+    return ErasedVersion(
+        key=int(row[0]),
+        entry_id=row[1],
+        entry_version_id=row[2],
+        version=int(row[3]),
+        added_revision=int(row[4]),
+        thread=row[6],
+    )

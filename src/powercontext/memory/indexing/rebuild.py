@@ -12,6 +12,7 @@ from collections.abc import Callable
 from powercontext.memory.indexing.context import IndexTextConfig, embedding_inputs, fts_tokens
 from powercontext.memory.indexing.threads import EmbeddingItem, index_sequences, source_of
 from powercontext.memory.indexing.vectors import VectorIndexer
+from powercontext.memory.ports import StoredVersion
 from powercontext.memory.search.analyze import AnalyzerConfig
 
 _TOKEN_CHUNK = 2_000
@@ -30,9 +31,22 @@ async def rebuild_scope(
     Progress counts both passes: tokens for every version, then vectors for every version.
     """
     versions = [version async for version in indexer.active_versions(scope_id)]
+    return await rederive(indexer, index, analyzer, scope_id, index_sequences(versions), progress)
+
+
+async def rederive(
+    indexer: VectorIndexer,
+    index: IndexTextConfig,
+    analyzer: AnalyzerConfig,
+    scope_id: str,
+    sequences: list[list[StoredVersion]],
+    progress: Callable[[int, int], None],
+) -> int:
+    """Rewrite the tokens, then the vectors, of each version of `sequences`, each sequence
+    indexed as one write would; returns the versions re-derived."""
     tokens: list[tuple[int, str]] = []
     work: list[EmbeddingItem] = []
-    for sequence in index_sequences(versions):
+    for sequence in sequences:
         sources = [source_of(version) for version in sequence]
         keys = [version.key for version in sequence]
         tokens.extend(zip(keys, fts_tokens(sources, index, analyzer), strict=True))
@@ -46,4 +60,4 @@ async def rebuild_scope(
         progress(start + len(chunk), total)
     if embedding and work:
         await indexer.embed_and_store(scope_id, work, progress, start=len(tokens), total=total)
-    return len(versions)
+    return len(tokens)

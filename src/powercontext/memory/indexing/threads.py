@@ -22,7 +22,7 @@ from powercontext.memory.indexing.context import (
     fts_tokens,
     neighbourhoods,
 )
-from powercontext.memory.ports import MemoryStore, StoredVersion
+from powercontext.memory.ports import ErasedVersion, MemoryStore, StoredVersion
 from powercontext.memory.search.analyze import AnalyzerConfig
 
 EmbeddingItem = tuple[int, tuple[str, ...]]
@@ -102,14 +102,17 @@ def index_sequences(versions: Sequence[StoredVersion]) -> list[list[StoredVersio
     batch); a revised or reactivated version of a thread entry alone."""
     groups: dict[object, list[StoredVersion]] = {}
     for version in versions:
-        if version.thread is None:
-            key: object = ("batch", version.added_revision)
-        elif version.version == 1:
-            key = ("thread", version.thread)
-        else:
-            key = ("alone", version.key)
-        groups.setdefault(key, []).append(version)
+        groups.setdefault(sequence_key(version), []).append(version)
     return list(groups.values())
+
+
+def sequence_key(version: StoredVersion | ErasedVersion) -> object:
+    """The sequence a version was indexed in (see index_sequences)."""
+    if version.thread is None:
+        return ("batch", version.added_revision)
+    if version.version == 1:
+        return ("thread", version.thread)
+    return ("alone", version.key)
 
 
 class ThreadIndexer:

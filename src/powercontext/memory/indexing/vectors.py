@@ -55,6 +55,11 @@ class VectorIndexer:
         self.index = index or IndexTextConfig()
         self._recent: OrderedDict[str, Sequence[float]] = OrderedDict()
 
+    def drop_recent(self) -> None:
+        """Forget the recently embedded texts and their vectors: after an erasure, some of
+        them may hold erased words."""
+        self._recent.clear()
+
     def _items(
         self, keyed: Sequence[tuple[int, NewVersion | StoredVersion]]
     ) -> list[EmbeddingItem]:

@@ -195,7 +195,36 @@ _V_BM25 = (
     "ANALYZE entry_versions",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V_BM25)
+# Issue 18, erasure (migration 5): `forget` deletes versions for good. The change log gains the
+# op and who made it; each erased version leaves a tombstone (ids, erasing revision, actor: no
+# content).
+_V_ERASURE = (
+    "ALTER TABLE changes DROP CONSTRAINT changes_op_check",
+    """
+    ALTER TABLE changes ADD CONSTRAINT changes_op_check
+    CHECK (op IN ('add', 'revise', 'retire', 'reactivate', 'forget'))
+    """,
+    "ALTER TABLE changes ADD COLUMN actor text",
+    """
+    CREATE TABLE erased_versions (
+        scope_id text NOT NULL,
+        entry_version_id text NOT NULL,
+        entry_id text NOT NULL,
+        version integer NOT NULL,
+        erased_revision bigint NOT NULL,
+        erased_at timestamptz NOT NULL,
+        actor text,
+        PRIMARY KEY (scope_id, entry_version_id),
+        FOREIGN KEY (scope_id, erased_revision) REFERENCES revisions (scope_id, revision)
+    )
+    """,
+    "CREATE INDEX erased_versions_by_entry ON erased_versions (scope_id, entry_id, version)",
+    # Deleting a version checks the vectors that reference it (foreign key); the primary key
+    # (scope, profile, key) cannot answer "by key", so each check scanned the scope's vectors.
+    "CREATE INDEX entry_vectors_by_key ON entry_vectors (scope_id, key)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V_BM25, _V_ERASURE)
 """MIGRATIONS[i] brings the schema from version i to version i + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

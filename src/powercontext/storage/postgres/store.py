@@ -24,11 +24,13 @@ from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import (
     CommitResult,
+    ErasureResult,
     FtsCandidate,
     IdempotencyClaim,
     IdempotentWrite,
     PlannedChange,
     StoredVersion,
+    Tombstone,
     Vector,
     VectorCandidate,
 )
@@ -36,7 +38,7 @@ from powercontext.memory.search import bm25
 from powercontext.memory.search.fields import FieldWeights
 from powercontext.storage.common import query_array, unit_vectors, validate_plan
 from powercontext.storage.filter_sql import filter_sql
-from powercontext.storage.postgres import fulltext, reads, vectors, writes
+from powercontext.storage.postgres import erasure, fulltext, reads, vectors, writes
 from powercontext.storage.postgres.connection import PostgresOptions, connect, split_url
 from powercontext.storage.postgres.errors import is_unique_violation, storage_error
 from powercontext.storage.postgres.schema import migrate
@@ -442,6 +444,33 @@ class PostgresMemoryStore:
         async with self._connection("building a vector index") as conn:
             self._indexed[profile_id] = await vectors.ensure_index(conn, profile_id, dimension)
         self._deferred.discard(profile_id)
+
+    async def erase(
+        self,
+        scope_id: str,
+        expected_head: int | None,
+        entry_ids: Sequence[str] | None,
+        *,
+        actor: str | None,
+        reason: str | None,
+    ) -> ErasureResult:
+        async with self._connection("erasing entries") as conn:
+            result = await erasure.erase(conn, scope_id, expected_head, entry_ids, actor, reason)
+        if result.erased:
+            # These hints assume vectors are never deleted; re-derive them from now on.
+            for hints in (self._embedded_through, self._missing_from):
+                for key in [key for key in hints if key[0] == scope_id]:
+                    del hints[key]
+        return result
+
+    async def scrub(self, scope_id: str) -> None:
+        """Nothing the store can do online: VACUUM is the operator's (storage.postgres.erasure)."""
+
+    async def tombstones(
+        self, scope_id: str, *, entry_id: str | None = None, entry_version_id: str | None = None
+    ) -> list[Tombstone]:
+        async with self._connection("reading tombstones") as conn:
+            return await erasure.tombstones(conn, scope_id, entry_id, entry_version_id)
 
     async def active_count(self, scope_id: str, revision: int) -> int:
         async with self._connection("counting entries") as conn:

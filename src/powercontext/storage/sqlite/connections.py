@@ -42,6 +42,9 @@ def _pragma_statements(options: ConnectionOptions) -> list[str]:
     statements = [
         f"PRAGMA busy_timeout = {int(options.busy_timeout_seconds * 1000)}",
         "PRAGMA foreign_keys = ON",
+        # Freed pages and cells are zeroed: an erased entry's bytes do not linger in free
+        # space of the file (see storage.sqlite.erasure).
+        "PRAGMA secure_delete = ON",
         f"PRAGMA synchronous = {options.synchronous}",
     ]
     for name, value in {"synchronous": options.synchronous, **options.pragmas}.items():
@@ -141,6 +144,15 @@ class ConnectionPool:
             except BaseException:
                 _rollback(conn)
                 raise
+
+    def outside_transaction(self, work: Callable[[sqlite3.Connection], T], doing: str) -> T:
+        """Run `work` on the writer with no transaction open (a WAL checkpoint needs that)."""
+        with self._write_lock:
+            self._check_open()
+            try:
+                return work(self._writer)
+            except sqlite3.Error as exc:
+                raise storage_error(exc, doing) from exc
 
     def read(self, work: Callable[[sqlite3.Connection], T], doing: str) -> T:
         """Run `work` in one read transaction, so all its statements see one snapshot."""

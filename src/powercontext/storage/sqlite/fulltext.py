@@ -121,6 +121,8 @@ class ScopeTerms:
         self.last_key = 0
         self.last_head = 0
         self.last_rewrite = 0
+        self.erasures = 0
+        """The scope's erasure count when the cache was filled (see storage.sqlite.erasure)."""
         self.rewritten: dict[int, npt.NDArray[np.int32]] = {}
         """Distinct term ids of rows whose tokens were rewritten after they were cached."""
         self._inactive: tuple[int, npt.NDArray[np.int64]] | None = None
@@ -137,9 +139,14 @@ class ScopeTerms:
             self._snapshot_tried = True
             term_snapshots.restore(self, conn)
         head_row = conn.execute(
-            "SELECT head_revision FROM scopes WHERE scope_id = ?", (self.scope_id,)
+            "SELECT head_revision, erasures FROM scopes WHERE scope_id = ?", (self.scope_id,)
         ).fetchone()
         head = int(head_row[0]) if head_row else 0
+        erasures = int(head_row[1]) if head_row else 0
+        if erasures != self.erasures:
+            # Erased rows are gone from the database, and their words must leave memory too.
+            self.reset()
+            self.erasures = erasures
         rewrite_row = conn.execute(
             "SELECT max(seq) FROM fts_rewrites WHERE scope_id = ?", (self.scope_id,)
         ).fetchone()
@@ -483,3 +490,8 @@ class TermCache:
     def clear(self) -> None:
         with self._lock:
             self._scopes.clear()
+
+    def drop(self, scope_id: str) -> None:
+        """Forget a scope's cached postings (after an erasure in this process)."""
+        with self._lock:
+            self._scopes.pop(scope_id, None)

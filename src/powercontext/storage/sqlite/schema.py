@@ -148,7 +148,57 @@ _V3 = (
     """,
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
+# Issue 18, erasure: `forget` deletes versions for good. The change log gains the op and who
+# made it (SQLite cannot alter a CHECK, so the table is rebuilt); each erased version leaves a
+# tombstone (ids, erasing revision, actor: no content); `scopes.erasures` counts erasures, so
+# the in-memory BM25 and vector caches of every process drop what they hold of a scope.
+_V4 = (
+    """
+    CREATE TABLE changes_v4 (
+        scope_id TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        op TEXT NOT NULL CHECK (op IN ('add', 'revise', 'retire', 'reactivate', 'forget')),
+        entry_id TEXT NOT NULL,
+        entry_version_id TEXT NOT NULL,
+        previous_entry_version_id TEXT,
+        reason TEXT,
+        created_at TEXT NOT NULL,
+        actor TEXT,
+        PRIMARY KEY (scope_id, revision, seq),
+        FOREIGN KEY (scope_id, revision) REFERENCES revisions (scope_id, revision)
+    ) WITHOUT ROWID
+    """,
+    """
+    INSERT INTO changes_v4 (scope_id, revision, seq, op, entry_id, entry_version_id,
+        previous_entry_version_id, reason, created_at)
+    SELECT scope_id, revision, seq, op, entry_id, entry_version_id,
+        previous_entry_version_id, reason, created_at FROM changes
+    """,
+    "DROP TABLE changes",
+    "ALTER TABLE changes_v4 RENAME TO changes",
+    "ALTER TABLE scopes ADD COLUMN erasures INTEGER NOT NULL DEFAULT 0",
+    """
+    CREATE TABLE erased_versions (
+        scope_id TEXT NOT NULL,
+        entry_version_id TEXT NOT NULL,
+        entry_id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        erased_revision INTEGER NOT NULL,
+        erased_at TEXT NOT NULL,
+        actor TEXT,
+        PRIMARY KEY (scope_id, entry_version_id),
+        FOREIGN KEY (scope_id, erased_revision) REFERENCES revisions (scope_id, revision)
+    ) WITHOUT ROWID
+    """,
+    "CREATE INDEX erased_versions_by_entry ON erased_versions (scope_id, entry_id, version)",
+    # Deleting a version checks the rows that reference it by key (foreign keys): without these
+    # indexes each deleted version scanned every stored vector (seconds per 10k erased).
+    "CREATE INDEX entry_vectors_by_key ON entry_vectors (key)",
+    "CREATE INDEX fts_rewrites_by_key ON fts_rewrites (key)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
 """MIGRATIONS[i] brings the schema from version i to version i + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -40,6 +40,7 @@ log = logging.getLogger("powercontext.storage")
 MAGIC = b"powercontext vector snapshot 3\n"
 """3: sign bits of the rotated vectors, and the rotation (signbits.rotation)."""
 SCALARS = (
+    "erasures",
     "dimension",
     "size",
     "last_vector_id",

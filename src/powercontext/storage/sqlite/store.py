@@ -19,19 +19,21 @@ from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import (
     CommitResult,
+    ErasureResult,
     FtsCandidate,
     IdempotencyClaim,
     IdempotentWrite,
     PlannedChange,
     StoredVersion,
+    Tombstone,
     Vector,
     VectorCandidate,
 )
 from powercontext.memory.search.fields import FieldWeights
 from powercontext.storage.common import query_array, validate_plan
-from powercontext.storage.sqlite import reads, snapshots, writes
+from powercontext.storage.sqlite import erasure, reads, snapshots, writes
 from powercontext.storage.sqlite.ann import IndexOptions
-from powercontext.storage.sqlite.connections import ConnectionOptions, ConnectionPool
+from powercontext.storage.sqlite.connections import MEMORY, ConnectionOptions, ConnectionPool
 from powercontext.storage.sqlite.fulltext import TermCache
 from powercontext.storage.sqlite.vectors import VectorCache
 
@@ -287,6 +289,54 @@ class SqliteMemoryStore:
             )
 
         await asyncio.to_thread(run)
+
+    async def erase(
+        self,
+        scope_id: str,
+        expected_head: int | None,
+        entry_ids: Sequence[str] | None,
+        *,
+        actor: str | None,
+        reason: str | None,
+    ) -> ErasureResult:
+        wanted = None if entry_ids is None else list(entry_ids)
+
+        def work(conn: sqlite3.Connection) -> ErasureResult:
+            now = datetime.now(UTC)
+            return erasure.erase(conn, scope_id, expected_head, wanted, now, actor, reason)
+
+        def run() -> ErasureResult:
+            result = self._pool.write(work, "erasing entries")
+            if result.erased:
+                self._terms.drop(scope_id)
+                self._vectors.drop(scope_id)
+                # Snapshot files hold the erased tokens and vectors too; a snapshot another
+                # process writes from an older read carries an older erasure count and is
+                # cleared when mapped (storage.sqlite.snapshots).
+                snapshots.discard(self.target)
+            return result
+
+        return await asyncio.to_thread(run)
+
+    async def scrub(self, scope_id: str) -> None:
+        """FTS5 optimize, then a truncating WAL checkpoint (see storage.sqlite.erasure)."""
+
+        def run() -> None:
+            self._pool.write(erasure.optimize_fulltext, "merging the full-text index")
+            if self.target != MEMORY:
+                self._pool.outside_transaction(
+                    lambda conn: erasure.checkpoint(conn, self.target), "checkpointing the WAL"
+                )
+
+        await asyncio.to_thread(run)
+
+    async def tombstones(
+        self, scope_id: str, *, entry_id: str | None = None, entry_version_id: str | None = None
+    ) -> list[Tombstone]:
+        return await self._read(
+            lambda conn: erasure.tombstones(conn, scope_id, entry_id, entry_version_id),
+            "reading tombstones",
+        )
 
     async def active_count(self, scope_id: str, revision: int) -> int:
         return await self._read(

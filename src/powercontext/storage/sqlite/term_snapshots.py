@@ -35,6 +35,7 @@ log = logging.getLogger("powercontext.storage")
 
 MAGIC = b"powercontext postings snapshot 1\n"
 SCALARS = (
+    "erasures",
     "size",
     "token_used",
     "total_length",

@@ -74,13 +74,19 @@ class VectorMatrix:
         self.scope_id = scope_id
         self.profile_id = profile_id
         self.options = options or IndexOptions(ann=False)
+        self.lock = threading.Lock()
+        self.snapshot = snapshot
+        """This matrix's snapshot file (snapshots.py); None: never persisted."""
+        self._snapshot_tried = snapshot is None
+        self._clear()
+
+    def _clear(self) -> None:
         self.ann: HnswIndex | None = None
         self._replaced: set[int] = set()
         """Rows the ANN index holds whose vector was replaced since it last caught up."""
         self._mask: tuple[int, npt.NDArray[np.bool_]] | None = None
         self._inactive: tuple[int, Int64Array] | None = None
         self.bits: SignBits | None = None
-        self.lock = threading.Lock()
         self.dimension = 0
         self.size = 0
         self.matrix: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
@@ -97,12 +103,11 @@ class VectorMatrix:
         """Matrix size at the last sign-bit self-check (0: never checked)."""
         self.sign_bits_ok = True
         """Whether that check found the sign-bit path's recall good enough."""
-        self.snapshot = snapshot
-        """This matrix's snapshot file (snapshots.py); None: never persisted."""
-        self._snapshot_tried = snapshot is None
         self.snapshot_size = 0
         self.rows_since_snapshot = 0
         """Vector rows read from the database since the snapshot was written or mapped."""
+        self.erasures = 0
+        """The scope's erasure count when the matrix was filled (see storage.sqlite.erasure)."""
 
     @property
     def row_of(self) -> dict[int, int]:
@@ -125,9 +130,14 @@ class VectorMatrix:
             self._snapshot_tried = True
             snapshots.restore(self, conn)
         head_row = conn.execute(
-            "SELECT head_revision FROM scopes WHERE scope_id = ?", (self.scope_id,)
+            "SELECT head_revision, erasures FROM scopes WHERE scope_id = ?", (self.scope_id,)
         ).fetchone()
         head = int(head_row[0]) if head_row else 0
+        erasures = int(head_row[1]) if head_row else 0
+        if erasures != self.erasures:
+            # Erased vectors (and the ANN graph and sign bits built from them) must go.
+            self._clear()
+            self.erasures = erasures
         rows: list[VectorRow] = conn.execute(
             "SELECT e.vector_id, e.key, e.vector, v.added_revision, v.removed_revision "
             "FROM entry_vectors e JOIN entry_versions v ON v.key = e.key "
@@ -382,3 +392,9 @@ class VectorCache:
         """Forget every matrix; the next search of a scope reads it afresh."""
         with self._lock:
             self._matrices.clear()
+
+    def drop(self, scope_id: str) -> None:
+        """Forget every cached matrix of a scope (after an erasure in this process)."""
+        with self._lock:
+            for key in [key for key in self._matrices if key[0] == scope_id]:
+                del self._matrices[key]

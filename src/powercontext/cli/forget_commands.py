@@ -1,0 +1,104 @@
+"""`powercontext memory forget ENTRY_ID...` and `powercontext memory forget-scope`: erasure.
+
+Both ask for confirmation unless `--yes` is given (a script without a terminal must pass it:
+the prompt is refused there, so nothing is erased by accident).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from powercontext.cli import output
+from powercontext.cli.backends import CliMemory
+from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
+from powercontext.cli.memory_options import Connection, Scope, memory_command
+from powercontext.memory.erasure import (
+    ForgetMemoryRequest,
+    ForgetScopeRequest,
+    MemoryForgetResult,
+)
+from powercontext.memory.scoped import ScopedMemory
+
+LOCAL_ACTOR = "local"
+"""The actor an erasure through the embedded store records (a server records the key)."""
+
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="Erase without asking for confirmation.")]
+Reason = Annotated[
+    str | None, typer.Option(help="An audit note for the change log (never the content).")
+]
+ExpectedRevision = Annotated[
+    int | None, typer.Option(help="Refuse unless the scope is at this revision.")
+]
+
+
+def _confirm(question: str, yes: bool) -> None:
+    if yes:
+        return
+    try:
+        confirmed = typer.confirm(question, default=False)
+    except typer.Abort:
+        confirmed = False
+    if not confirmed:
+        output.print_error("aborted", "nothing was erased (pass --yes to skip this question)")
+        raise typer.Exit(EXIT_FAILURE)
+
+
+def _print(result: MemoryForgetResult, as_json: bool) -> None:
+    if as_json:
+        output.print_json(result.model_dump(mode="json"))
+        return
+    ref = result.memory_ref
+    where = f"revision {ref.revision} of {escape(ref.scope_id)}" if ref else "nothing"
+    output.console.print(
+        f"[green]erased[/] {len(result.entry_ids)} entries ({result.erased_versions} versions): "
+        f"{where}"
+    )
+
+
+@memory_command
+def forget(
+    entry_ids: Annotated[list[str], typer.Argument(help="The ids of the entries to erase.")],
+    scope: Scope,
+    reason: Reason = None,
+    expected_revision: ExpectedRevision = None,
+    yes: Yes = False,
+    *,
+    connection: Connection,
+) -> None:
+    """Erase entries for good: every version's text, metadata, tokens and vectors."""
+    with fail_on_errors():
+        request = ForgetMemoryRequest(
+            entry_ids=tuple(entry_ids), reason=reason, expected_revision=expected_revision
+        )
+    _confirm(f"Erase {len(entry_ids)} entries of {scope!r} for good?", yes)
+
+    async def run(memory: CliMemory) -> MemoryForgetResult:
+        if isinstance(memory, ScopedMemory):
+            return await memory.forget(request, actor=LOCAL_ACTOR)
+        return await memory.forget(request)
+
+    _print(connection.run(scope, run), connection.as_json)
+
+
+@memory_command
+def forget_scope(
+    scope: Scope,
+    reason: Reason = None,
+    expected_revision: ExpectedRevision = None,
+    yes: Yes = False,
+    *,
+    connection: Connection,
+) -> None:
+    """Erase every entry of a scope for good; its revisions and tombstones remain."""
+    request = ForgetScopeRequest(reason=reason, expected_revision=expected_revision)
+    _confirm(f"Erase EVERY entry of scope {scope!r} for good?", yes)
+
+    async def run(memory: CliMemory) -> MemoryForgetResult:
+        if isinstance(memory, ScopedMemory):
+            return await memory.forget_scope(request, actor=LOCAL_ACTOR)
+        return await memory.forget_scope(request)
+
+    _print(connection.run(scope, run), connection.as_json)

@@ -1,0 +1,167 @@
+"""Erasure: `forget` one entry, or a whole scope, for good.
+
+Unlike `retire` (a revision after which the entry is inactive, its text kept for as-of reads
+and citations), `forget` physically deletes the text, metadata, tokens and vectors of every
+version, at every revision. What stays is history without content: the scope's revisions, the
+change log (ids only; the reasons of the erased entries' changes are cleared, since free text
+may quote them), a `forget` change per erased version naming the actor, and a tombstone per
+version, so that a citation of it answers `erased` (ErasedError, HTTP 410), never the text.
+
+Derived data of other entries can hold erased words too: with contextual indexing an entry's
+tokens and vector include its neighbours' text. After the erasure, the active versions of
+every sequence (thread or batch) an erased version belonged to are re-derived, as
+`reindex --rebuild` would. Each storage adapter documents how its bytes leave the disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from powercontext.memory.commit import COMMIT_RETRY_SECONDS
+from powercontext.memory.errors import NotFoundError, RevisionConflictError
+from powercontext.memory.indexing.rebuild import rederive
+from powercontext.memory.indexing.threads import index_sequences, sequence_key
+from powercontext.memory.models import MemoryRef, Reason
+from powercontext.memory.ports import ErasureResult
+from powercontext.memory.tombstones import raise_if_entry_erased
+
+if TYPE_CHECKING:
+    from powercontext.memory.service import MemoryService
+
+log = logging.getLogger("powercontext.memory")
+
+MAX_FORGET_ENTRIES = 1000
+"""Entry ids one `forget` call names at most; a whole scope goes through `forget_scope`."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ForgetMemoryRequest(_Frozen):
+    """Erase every version of the named entries (all of them or none)."""
+
+    entry_ids: tuple[str, ...] = Field(min_length=1, max_length=MAX_FORGET_ENTRIES)
+    reason: Reason | None = None
+    """An audit note kept with the `forget` changes; never put the erased content here."""
+    expected_revision: int | None = Field(default=None, ge=0)
+
+
+class ForgetScopeRequest(_Frozen):
+    """Erase every entry version of the scope; its revisions and tombstones remain."""
+
+    reason: Reason | None = None
+    expected_revision: int | None = Field(default=None, ge=0)
+
+
+class MemoryForgetResult(_Frozen):
+    memory_ref: MemoryRef | None
+    """The revision the erasure made (the head, unchanged, when nothing was left to erase;
+    None for a scope with no revision)."""
+    entry_ids: tuple[str, ...]
+    """The entries erased, in the order of their first version."""
+    erased_versions: int = Field(ge=0)
+
+
+async def forget(
+    service: MemoryService,
+    scope_id: str,
+    entry_ids: Sequence[str] | None,
+    expected_revision: int | None,
+    *,
+    actor: str | None,
+    reason: str | None,
+) -> MemoryForgetResult:
+    """NotFoundError for an unknown scope or entry, ErasedError for an entry already erased,
+    RevisionConflictError when `expected_revision` is not the head."""
+    store = service.store
+    give_up = time.monotonic() + COMMIT_RETRY_SECONDS
+    async with service.lock_of(scope_id):
+        while True:
+            head = await store.head(scope_id)
+            if head is None:
+                raise NotFoundError(f"scope {scope_id!r} has no revision yet")
+            if expected_revision is not None and expected_revision != head:
+                raise RevisionConflictError(
+                    f"scope {scope_id!r} is at revision {head}, expected {expected_revision}",
+                    expected=expected_revision,
+                    actual=head,
+                )
+            if entry_ids is not None:
+                await _require_stored(service, scope_id, entry_ids)
+            try:
+                result = await store.erase(scope_id, head, entry_ids, actor=actor, reason=reason)
+                break
+            except RevisionConflictError:
+                # Another process committed first: re-check against the new head.
+                if expected_revision is not None or time.monotonic() >= give_up:
+                    raise
+                await asyncio.sleep(random.uniform(0.001, 0.05))
+    if result.erased:
+        service.indexer.drop_recent()
+        try:
+            await _rederive_neighbours(service, scope_id, result)
+        except Exception as exc:
+            # The erasure itself committed; failing the call now would have a client retry
+            # it into a 410. The neighbours keep the erased words in their derived index
+            # until `reindex --rebuild`, so this is an error, not a warning.
+            log.error(
+                "after erasing %d versions of scope %r, re-deriving their neighbours' index "
+                "failed (%s); run `powercontext reindex --rebuild`",
+                len(result.erased),
+                scope_id,
+                type(exc).__name__,
+            )
+        await store.scrub(scope_id)
+    revision = result.revision or head
+    return MemoryForgetResult(
+        memory_ref=MemoryRef(scope_id=scope_id, revision=revision),
+        entry_ids=tuple(dict.fromkeys(v.entry_id for v in result.erased)),
+        erased_versions=len(result.erased),
+    )
+
+
+async def _require_stored(service: MemoryService, scope_id: str, entry_ids: Sequence[str]) -> None:
+    for entry_id in dict.fromkeys(entry_ids):
+        if await service.store.latest_version(scope_id, entry_id) is not None:
+            continue
+        await raise_if_entry_erased(service.store, scope_id, entry_id)
+        raise NotFoundError(f"entry {entry_id!r} does not exist in this scope")
+
+
+async def _rederive_neighbours(
+    service: MemoryService, scope_id: str, result: ErasureResult
+) -> None:
+    """Re-index the sequences the erased versions were indexed in, when their tokens or
+    vectors can hold a neighbour's words (contextual indexing)."""
+    index = service.config.index
+    if not result.erased or not index.contextual:
+        return
+    # Only a thread's first versions have neighbours, and thread-less entries only when a
+    # metadata key groups them within their batch (indexing.context.neighbourhoods).
+    touched = {
+        sequence_key(version)
+        for version in result.erased
+        if (version.thread is not None and version.version == 1)
+        or (version.thread is None and index.context_group_key is not None)
+    }
+    if not touched:
+        return
+    versions = [v async for v in service.indexer.active_versions(scope_id)]
+    sequences = [s for s in index_sequences(versions) if sequence_key(s[0]) in touched]
+    if sequences:
+        await rederive(
+            service.indexer,
+            service.config.index,
+            service.config.analyzer,
+            scope_id,
+            sequences,
+            lambda _done, _total: None,
+        )

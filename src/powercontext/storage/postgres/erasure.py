@@ -1,0 +1,172 @@
+"""Erasure in the PostgreSQL store: DELETE in one transaction, then VACUUM by the operator.
+
+`erase` takes the scope row's lock (`FOR UPDATE`, as every commit does first), checks the
+head, deletes the versions' vectors and rows (their tsvector goes with the row), lowers the
+term statistics by what the erased active versions held and drops terms no version holds
+any more (a term is a word of the text), then records a tombstone and a `forget` change per
+version and clears the reasons of their older changes.
+
+A DELETE makes rows invisible; their bytes stay in the table and index pages (and in WAL
+segments, archives and backups) until VACUUM reclaims the space and the pages are rewritten.
+PowerContext does not vacuum by itself (a plain VACUUM of a large table is heavy and autovacuum
+usually follows soon); docs/postgres.md gives the guidance: `VACUUM` the tables
+`entry_versions`, `entry_vectors`, `term_stats` and `changes` after an erasure, `VACUUM FULL`
+(exclusive lock) to rewrite the files, and expire WAL archives and backups per policy.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from psycopg import AsyncConnection
+from psycopg.rows import TupleRow
+
+from powercontext.memory.errors import NotFoundError
+from powercontext.memory.ports import ErasureResult, Tombstone
+from powercontext.storage.common import (
+    ERASED_COLUMNS,
+    ErasedRow,
+    conflict,
+    erased_active_counts,
+    erased_version,
+)
+from powercontext.storage.postgres.writes import Lengths, _update_statistics
+
+
+async def _doomed_rows(
+    conn: AsyncConnection[TupleRow], scope_id: str, entry_ids: Sequence[str] | None
+) -> list[ErasedRow]:
+    select = f"SELECT {ERASED_COLUMNS} FROM entry_versions WHERE scope_id = %s"
+    if entry_ids is None:
+        cur = await conn.execute(select + " ORDER BY key", (scope_id,))
+    else:
+        cur = await conn.execute(
+            select + " AND entry_id = ANY(%s::text[]) ORDER BY key",
+            (scope_id, sorted(set(entry_ids))),
+        )
+    return [
+        (int(r[0]), r[1], r[2], int(r[3]), int(r[4]), None if r[5] is None else int(r[5]), r[6])
+        for r in await cur.fetchall()
+    ]
+
+
+async def erase(
+    conn: AsyncConnection[TupleRow],
+    scope_id: str,
+    expected_head: int | None,
+    entry_ids: Sequence[str] | None,
+    actor: str | None,
+    reason: str | None,
+) -> ErasureResult:
+    async with conn.transaction():
+        cur = await conn.execute(
+            "SELECT head_revision, active_count FROM scopes WHERE scope_id = %s FOR UPDATE",
+            (scope_id,),
+        )
+        row = await cur.fetchone()
+        if row is None:
+            raise NotFoundError(f"scope {scope_id!r} has no revision yet")
+        head, active = int(row[0]), int(row[1])
+        if expected_head != head:
+            raise conflict(
+                f"scope {scope_id!r} is at revision {head}, expected {expected_head or 0}",
+                expected_head,
+                head,
+            )
+        doomed = await _doomed_rows(conn, scope_id, entry_ids)
+        if not doomed:
+            return ErasureResult(revision=None, erased=())
+        revision = head + 1
+        counts = erased_active_counts(doomed, head)
+        cur = await conn.execute(
+            "UPDATE scopes SET head_revision = %s WHERE scope_id = %s RETURNING clock_timestamp()",
+            (revision, scope_id),
+        )
+        stamp = await cur.fetchone()
+        assert stamp is not None  # the row is locked above
+        erased_at = stamp[0]
+        remaining = max(active - counts.get(head, 0), 0)
+        await conn.cursor().executemany(
+            "UPDATE revisions SET active_count = greatest(active_count - %s, 0) "
+            "WHERE scope_id = %s AND revision = %s",
+            [(count, scope_id, at) for at, count in counts.items()],
+        )
+        await conn.execute(
+            "INSERT INTO revisions (scope_id, revision, created_at, active_count, change_count) "
+            "VALUES (%s, %s, %s, %s, %s)",
+            (scope_id, revision, erased_at, remaining, len(doomed)),
+        )
+        keys = [r[0] for r in doomed]
+        await conn.execute(
+            "DELETE FROM entry_vectors WHERE scope_id = %s AND key = ANY(%s::bigint[])",
+            (scope_id, keys),
+        )
+        cur = await conn.execute(
+            "DELETE FROM entry_versions WHERE scope_id = %s AND key = ANY(%s::bigint[]) "
+            "RETURNING removed_revision IS NULL, tsvector_to_array(tokens), own_length, "
+            "context_length",
+            (scope_id, keys),
+        )
+        lost: Counter[str] = Counter()
+        own = context = 0
+        for was_active, terms, own_length, context_length in await cur.fetchall():
+            if was_active:
+                lost.subtract(terms)
+                own += int(own_length)
+                context += int(context_length)
+        await _update_statistics(conn, scope_id, Lengths(lost, -own, -context), remaining)
+        # A term row names a word: one that no version holds any more goes with the text.
+        await conn.execute("DELETE FROM term_stats WHERE scope_id = %s AND df <= 0", (scope_id,))
+        await conn.execute(
+            "UPDATE changes SET reason = NULL WHERE scope_id = %s AND entry_id = ANY(%s::text[])",
+            (scope_id, sorted({r[1] for r in doomed})),
+        )
+        await conn.cursor().executemany(
+            "INSERT INTO erased_versions (scope_id, entry_version_id, entry_id, version, "
+            "erased_revision, erased_at, actor) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            [(scope_id, r[2], r[1], r[3], revision, erased_at, actor) for r in doomed],
+        )
+        await conn.cursor().executemany(
+            "INSERT INTO changes (scope_id, revision, seq, op, entry_id, entry_version_id, "
+            "previous_entry_version_id, reason, created_at, actor) "
+            "VALUES (%s, %s, %s, 'forget', %s, %s, NULL, %s, %s, %s)",
+            [
+                (scope_id, revision, seq, r[1], r[2], reason, erased_at, actor)
+                for seq, r in enumerate(doomed, start=1)
+            ],
+        )
+    return ErasureResult(revision=revision, erased=tuple(erased_version(r) for r in doomed))
+
+
+async def tombstones(
+    conn: AsyncConnection[TupleRow],
+    scope_id: str,
+    entry_id: str | None,
+    entry_version_id: str | None,
+) -> list[Tombstone]:
+    select = (
+        "SELECT entry_id, entry_version_id, version, erased_revision, erased_at, actor "
+        "FROM erased_versions WHERE scope_id = %s"
+    )
+    if entry_version_id is not None:
+        cur = await conn.execute(
+            select + " AND entry_version_id = %s", (scope_id, entry_version_id)
+        )
+    elif entry_id is not None:
+        cur = await conn.execute(
+            select + " AND entry_id = %s ORDER BY version", (scope_id, entry_id)
+        )
+    else:
+        return []
+    return [
+        Tombstone(
+            entry_id=row[0],
+            entry_version_id=row[1],
+            version=int(row[2]),
+            erased_revision=int(row[3]),
+            erased_at=row[4],
+            actor=row[5],
+        )
+        for row in await cur.fetchall()
+    ]

@@ -1,0 +1,184 @@
+"""Erasure in the embedded store: how a forgotten entry's bytes leave the file.
+
+`erase` runs in the writer's BEGIN IMMEDIATE transaction: the same compare-and-swap on the
+head as a commit, then DELETEs of the versions' vectors, FTS rows, token rewrites and rows,
+a tombstone and a `forget` change per version, and cleared reasons on their older changes.
+
+Deleted is not yet gone from the disk. Three things make it so:
+- every connection runs with `PRAGMA secure_delete = ON`, so SQLite zeroes freed cells and
+  pages instead of leaving the old bytes in free space;
+- FTS5 keeps a deleted row's tokens in its index segments until they are merged, so `scrub`
+  merges them all (`optimize`);
+- in WAL mode the old pages also sit in the -wal file, so `scrub` checkpoints it and truncates
+  it to zero bytes (`wal_checkpoint(TRUNCATE)`). A reader holding an older snapshot (another
+  process) can keep the checkpoint from completing; that is logged, and the next erasure's
+  scrub, or any later checkpoint, finishes it.
+`scopes.erasures` counts the scope's erasures, so every process's in-memory BM25 and vector
+caches (which hold tokens and vectors) drop the scope on their next refresh.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+
+from powercontext.memory.errors import NotFoundError
+from powercontext.memory.ports import ErasureResult, Tombstone
+from powercontext.storage.common import (
+    ERASED_COLUMNS,
+    ErasedRow,
+    conflict,
+    erased_active_counts,
+    erased_version,
+)
+from powercontext.storage.sqlite.writes import chunks
+
+log = logging.getLogger("powercontext.storage")
+
+
+def _doomed_rows(
+    conn: sqlite3.Connection, scope_id: str, entry_ids: Sequence[str] | None
+) -> list[ErasedRow]:
+    select = f"SELECT {ERASED_COLUMNS} FROM entry_versions WHERE scope_id = ?"
+    if entry_ids is None:
+        return [tuple(row) for row in conn.execute(select + " ORDER BY key", (scope_id,))]
+    rows: list[ErasedRow] = []
+    for part in chunks(sorted(set(entry_ids))):
+        marks = ",".join("?" * len(part))
+        rows += [
+            tuple(row)
+            for row in conn.execute(select + f" AND entry_id IN ({marks})", (scope_id, *part))
+        ]
+    return sorted(rows)
+
+
+def erase(
+    conn: sqlite3.Connection,
+    scope_id: str,
+    expected_head: int | None,
+    entry_ids: Sequence[str] | None,
+    now: datetime,
+    actor: str | None,
+    reason: str | None,
+) -> ErasureResult:
+    row = conn.execute(
+        "SELECT scope_key, head_revision FROM scopes WHERE scope_id = ?", (scope_id,)
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"scope {scope_id!r} has no revision yet")
+    scope_key, head = int(row[0]), int(row[1])
+    if expected_head != head:
+        raise conflict(
+            f"scope {scope_id!r} is at revision {head}, expected {expected_head or 0}",
+            expected_head,
+            head,
+        )
+    doomed = _doomed_rows(conn, scope_id, entry_ids)
+    if not doomed:
+        return ErasureResult(revision=None, erased=())
+    revision = head + 1
+    created_at = now.isoformat()
+    swapped = conn.execute(
+        "UPDATE scopes SET head_revision = ?, erasures = erasures + 1 "
+        "WHERE scope_key = ? AND head_revision = ?",
+        (revision, scope_key, head),
+    )
+    if swapped.rowcount != 1:
+        raise conflict(f"scope {scope_id!r} head moved during erasure", expected_head, None)
+    counts = erased_active_counts(doomed, head)
+    active_row = conn.execute(
+        "SELECT active_count FROM revisions WHERE scope_id = ? AND revision = ?",
+        (scope_id, head),
+    ).fetchone()
+    active = int(active_row[0]) if active_row else 0
+    conn.executemany(
+        "UPDATE revisions SET active_count = max(active_count - ?, 0) "
+        "WHERE scope_id = ? AND revision = ?",
+        [(count, scope_id, at) for at, count in counts.items()],
+    )
+    conn.execute(
+        "INSERT INTO revisions (scope_id, revision, created_at, active_count, change_count) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (scope_id, revision, created_at, max(active - counts.get(head, 0), 0), len(doomed)),
+    )
+    _delete(conn, scope_id, [r[0] for r in doomed])
+    erased_entries = sorted({r[1] for r in doomed})
+    for part in chunks(erased_entries):
+        marks = ",".join("?" * len(part))
+        conn.execute(
+            f"UPDATE changes SET reason = NULL WHERE scope_id = ? AND entry_id IN ({marks})",
+            (scope_id, *part),
+        )
+    conn.executemany(
+        "INSERT INTO erased_versions (scope_id, entry_version_id, entry_id, version, "
+        "erased_revision, erased_at, actor) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(scope_id, r[2], r[1], r[3], revision, created_at, actor) for r in doomed],
+    )
+    conn.executemany(
+        "INSERT INTO changes (scope_id, revision, seq, op, entry_id, entry_version_id, "
+        "previous_entry_version_id, reason, created_at, actor) "
+        "VALUES (?, ?, ?, 'forget', ?, ?, NULL, ?, ?, ?)",
+        [
+            (scope_id, revision, seq, r[1], r[2], reason, created_at, actor)
+            for seq, r in enumerate(doomed, start=1)
+        ],
+    )
+    return ErasureResult(revision=revision, erased=tuple(erased_version(r) for r in doomed))
+
+
+def _delete(conn: sqlite3.Connection, scope_id: str, keys: list[int]) -> None:
+    """Every row holding the versions' content or derived data, children first."""
+    for part in chunks(keys):
+        marks = ",".join("?" * len(part))
+        params = (scope_id, *part)
+        conn.execute(f"DELETE FROM entry_vectors WHERE scope_id = ? AND key IN ({marks})", params)
+        conn.execute(f"DELETE FROM fts_rewrites WHERE scope_id = ? AND key IN ({marks})", params)
+        conn.execute(f"DELETE FROM entry_fts WHERE rowid IN ({marks})", tuple(part))
+        conn.execute(f"DELETE FROM entry_versions WHERE scope_id = ? AND key IN ({marks})", params)
+
+
+def optimize_fulltext(conn: sqlite3.Connection) -> None:
+    """Merge every FTS5 segment, dropping the deleted rows' tokens (in a write transaction)."""
+    conn.execute("INSERT INTO entry_fts (entry_fts) VALUES ('optimize')")
+
+
+def checkpoint(conn: sqlite3.Connection, target: str) -> None:
+    """Copy the WAL into the database and truncate it; outside any transaction."""
+    busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    if busy:
+        log.warning(
+            "after an erasure, the WAL of %s could not be truncated: a reader holds an older "
+            "snapshot; its pages stay until the next checkpoint",
+            target,
+        )
+
+
+def tombstones(
+    conn: sqlite3.Connection,
+    scope_id: str,
+    entry_id: str | None,
+    entry_version_id: str | None,
+) -> list[Tombstone]:
+    select = (
+        "SELECT entry_id, entry_version_id, version, erased_revision, erased_at, actor "
+        "FROM erased_versions WHERE scope_id = ?"
+    )
+    if entry_version_id is not None:
+        rows = conn.execute(select + " AND entry_version_id = ?", (scope_id, entry_version_id))
+    elif entry_id is not None:
+        rows = conn.execute(select + " AND entry_id = ? ORDER BY version", (scope_id, entry_id))
+    else:
+        return []
+    return [
+        Tombstone(
+            entry_id=row[0],
+            entry_version_id=row[1],
+            version=int(row[2]),
+            erased_revision=int(row[3]),
+            erased_at=datetime.fromisoformat(row[4]),
+            actor=row[5],
+        )
+        for row in rows
+    ]
