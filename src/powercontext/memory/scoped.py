@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter, ValidationError
@@ -24,6 +24,16 @@ from powercontext.memory.models import (
     ReviseMemoryRequest,
     ScopeId,
     SearchMemoryRequest,
+)
+from powercontext.memory.transfer import (
+    EntryCounts,
+    ImportProgress,
+    ImportResult,
+    NewEntry,
+    OnExisting,
+    ScopeExport,
+    import_lines,
+    open_export,
 )
 
 if TYPE_CHECKING:
@@ -60,6 +70,29 @@ class ScopedMemory:
 
     async def reactivate(self, request: ReactivateMemoryRequest) -> MemoryWriteResult:
         return await self._service.reactivate(self.scope_id, request)
+
+    async def add_entries(
+        self, entries: Sequence[NewEntry], *, on_existing: OnExisting = "fail"
+    ) -> tuple[MemoryWriteResult | None, EntryCounts]:
+        """Entries under their own ids, in one revision (None when every one was skipped)."""
+        return await self._service.add_entries(self.scope_id, entries, on_existing)
+
+    async def export(self, *, revision: int | None = None) -> ScopeExport:
+        """The scope at `revision` (default the head) as JSON lines: `header`, then
+        `async for line in export.lines()`. NotFoundError when the scope has no revision."""
+        return await open_export(self._service, self.scope_id, revision)
+
+    async def import_lines(
+        self,
+        lines: AsyncIterable[str] | Iterable[str],
+        *,
+        on_existing: OnExisting = "fail",
+        progress: ImportProgress | None = None,
+    ) -> ImportResult:
+        """Write an export's entries here, keeping their ids (see memory.transfer)."""
+        return await import_lines(
+            self._service, self.scope_id, lines, on_existing=on_existing, progress=progress
+        )
 
     async def search(self, request: SearchMemoryRequest) -> MemorySearchPage:
         return await self._service.search(self.scope_id, request)

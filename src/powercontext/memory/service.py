@@ -60,6 +60,7 @@ from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.candidates import CandidatePolicy
 from powercontext.memory.search.fields import FieldWeights
 from powercontext.memory.searching import run_search, run_search_batch
+from powercontext.memory.transfer import EntryCounts, NewEntry, OnExisting, add_entries
 
 log = logging.getLogger("powercontext.memory")
 
@@ -133,7 +134,7 @@ class MemoryService:
 
     # ---- writes ---------------------------------------------------------------------------
 
-    def _new_version(
+    def new_version(
         self,
         entry_id: str,
         version: int,
@@ -187,15 +188,21 @@ class MemoryService:
             return [
                 PlannedChange(
                     op="add",
-                    new=self._new_version(uuid.uuid4().hex, 1, source, tokens=tokens),
+                    new=self.new_version(uuid.uuid4().hex, 1, source, tokens=tokens),
                     reason=r.reason,
                 )
                 for r, source, tokens in zip(requests, sources, index.tokens, strict=True)
             ]
 
-        return await self._write(
+        return await self.write_planned(
             scope_id, requests[0].expected_revision, plan, claim, lambda: planned[0]
         )
+
+    async def add_entries(
+        self, scope_id: str, entries: Sequence[NewEntry], on_existing: OnExisting = "fail"
+    ) -> tuple[MemoryWriteResult | None, EntryCounts]:
+        """Entries under their own ids in one revision (None: all skipped); see transfer."""
+        return await add_entries(self, scope_id, entries, on_existing)
 
     async def _current(self, scope_id: str, citation: MemoryCitation) -> StoredVersion:
         if citation.memory_ref.scope_id != scope_id:
@@ -217,7 +224,7 @@ class MemoryService:
             current = await self._current(scope_id, request.citation)
             if current.removed_revision is not None:
                 raise NotFoundError(f"entry {current.entry_id!r} is retired; reactivate it first")
-            new = self._new_version(
+            new = self.new_version(
                 current.entry_id,
                 current.version + 1,
                 IndexSource(
@@ -237,7 +244,7 @@ class MemoryService:
                 )
             ]
 
-        return await self._write(
+        return await self.write_planned(
             scope_id, request.expected_revision, plan, claim_for(type(request).__name__, [request])
         )
 
@@ -254,7 +261,7 @@ class MemoryService:
                 )
             ]
 
-        return await self._write(
+        return await self.write_planned(
             scope_id, request.expected_revision, plan, claim_for(type(request).__name__, [request])
         )
 
@@ -265,14 +272,14 @@ class MemoryService:
             current = await self._current(scope_id, request.citation)
             if current.removed_revision is None:
                 raise MemoryValidationError(f"entry {current.entry_id!r} is active already")
-            new = self._new_version(current.entry_id, current.version + 1, source_of(current))
+            new = self.new_version(current.entry_id, current.version + 1, source_of(current))
             return [PlannedChange(op="reactivate", new=new, reason=request.reason)]
 
-        return await self._write(
+        return await self.write_planned(
             scope_id, request.expected_revision, plan, claim_for(type(request).__name__, [request])
         )
 
-    async def _write(
+    async def write_planned(
         self,
         scope_id: str,
         expected: int | None,

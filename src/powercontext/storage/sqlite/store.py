@@ -111,6 +111,14 @@ class SqliteMemoryStore:
             lambda conn: reads.latest_version(conn, scope_id, entry_id), "reading an entry"
         )
 
+    async def entry_heads(
+        self, scope_id: str, entry_ids: Sequence[str]
+    ) -> dict[str, StoredVersion]:
+        wanted = list(entry_ids)
+        return await self._read(
+            lambda conn: reads.entry_heads(conn, scope_id, wanted), "reading entries"
+        )
+
     async def idempotent_write(self, scope_id: str, key: str) -> IdempotentWrite | None:
         return await self._read(
             lambda conn: reads.idempotent_write(conn, scope_id, key), "reading an idempotency key"
