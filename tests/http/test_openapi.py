@@ -55,7 +55,9 @@ def test_docs_are_served_from_local_assets_under_a_csp(open_server: Served) -> N
 
 def test_every_memory_operation_documents_its_errors() -> None:
     paths = _committed()["paths"]
-    memory = {p: ops["post"] for p, ops in paths.items() if p.startswith("/v1/memory/")}
+    memory = {
+        p: ops.get("post") or ops["get"] for p, ops in paths.items() if p.startswith("/v1/memory/")
+    }
     assert set(memory) == {
         f"/v1/memory/{name}"
         for name in (
@@ -71,6 +73,8 @@ def test_every_memory_operation_documents_its_errors() -> None:
             "entries/history",
             "changes",
             "head",
+            "export",
+            "import",
         )
     }
     for path, operation in memory.items():
@@ -82,6 +86,8 @@ def test_every_memory_operation_documents_its_errors() -> None:
     assert {"502", "504"} <= set(memory["/v1/memory/search"]["responses"])
     assert {"502", "504"} <= set(memory["/v1/memory/search/batch"]["responses"])
     assert "409" in memory["/v1/memory/remember"]["responses"]
+    assert "409" in memory["/v1/memory/import"]["responses"]
+    assert "404" in memory["/v1/memory/export"]["responses"]
 
 
 def test_every_field_is_documented() -> None:

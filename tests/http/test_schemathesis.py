@@ -17,6 +17,13 @@ from schemathesis.specs.openapi.checks import (
 
 from tests.http.conftest import Served
 
+
+@schemathesis.serializer("application/x-ndjson")
+def _ndjson(context: schemathesis.SerializationContext, value: Any) -> bytes:
+    """The import body is JSON lines, declared as a string: sent as its UTF-8 text."""
+    return str(value).encode("utf-8")
+
+
 CONTRACT = Path(__file__).resolve().parents[2] / "openapi" / "powercontext.yaml"
 schema = schemathesis.openapi.from_path(str(CONTRACT))
 CHECKS = [

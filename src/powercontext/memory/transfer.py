@@ -286,6 +286,34 @@ def parse_header(line: str) -> ExportHeader:
     return header
 
 
+async def split_lines(chunks: AsyncIterable[bytes]) -> AsyncIterator[str]:
+    """UTF-8 lines of a byte stream, as they complete: at most one line (bounded by
+    MAX_LINE_BYTES) is held, however long the stream."""
+    pending = bytearray()
+    number = 0
+
+    def decoded(raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MemoryValidationError(f"line {number}: not UTF-8") from exc
+
+    async for chunk in chunks:
+        pending += chunk
+        while (end := pending.find(b"\n")) >= 0:
+            number += 1
+            raw = bytes(pending[:end])
+            del pending[: end + 1]
+            if len(raw) > MAX_LINE_BYTES:
+                raise PayloadTooLargeError(f"line {number} exceeds {MAX_LINE_BYTES} bytes")
+            yield decoded(raw)
+        if len(pending) > MAX_LINE_BYTES:
+            raise PayloadTooLargeError(f"line {number + 1} exceeds {MAX_LINE_BYTES} bytes")
+    if pending:
+        number += 1
+        yield decoded(bytes(pending))
+
+
 async def _numbered(
     lines: AsyncIterable[str] | Iterable[str],
 ) -> AsyncIterator[tuple[int, str]]:
@@ -306,11 +334,14 @@ async def import_lines(
     lines: AsyncIterable[str] | Iterable[str],
     *,
     on_existing: OnExisting = "fail",
-    batch_entries: int = IMPORT_BATCH_ENTRIES,
+    batch_entries: int | None = None,
     progress: ImportProgress | None = None,
 ) -> ImportResult:
     """Read an export (header first) and write its entries into `scope_id`, one revision per
-    `batch_entries` lines. Lines are read as they arrive: a stream is never held whole."""
+    `batch_entries` lines (default IMPORT_BATCH_ENTRIES, at most the deployment's batch bound).
+    Lines are read as they arrive: a stream is never held whole."""
+    if batch_entries is None:
+        batch_entries = min(IMPORT_BATCH_ENTRIES, service.config.max_batch_entries)
     if not 1 <= batch_entries <= service.config.max_batch_entries:
         raise MemoryValidationError(f"batch_entries must be 1..{service.config.max_batch_entries}")
     header: ExportHeader | None = None

@@ -25,6 +25,7 @@ from powercontext.server.middleware import RequestContextMiddleware
 from powercontext.server.readiness import ReadinessProbe
 from powercontext.server.routes import ServerState, router
 from powercontext.server.scope_routes import scope_router
+from powercontext.server.transfer_routes import STREAMING_PATHS, transfer_router
 from powercontext.server.ui import install_ui
 
 RuntimeFactory = Callable[[ServerSettings, SearchObserver], AbstractAsyncContextManager[Runtime]]
@@ -95,6 +96,7 @@ def create_app(
     app.include_router(router)
     app.include_router(entry_router)
     app.include_router(scope_router)
+    app.include_router(transfer_router)
     app.include_router(docs_router)
     # Not part of the v1 contract (openapi/powercontext.yaml): MCP has its own tool schemas.
     app.router.routes.append(McpRoute(mcp_tools))
@@ -105,5 +107,6 @@ def create_app(
         metrics=state.metrics,
         max_body_bytes=settings.http.max_body_bytes,
         gate=RequestGate(state.authority, bind_host=settings.http.host),
+        streaming_paths=STREAMING_PATHS,
     )
     return app
