@@ -1,19 +1,24 @@
-"""Scope export and import end to end: HTTP v1 (streamed both ways) and the SDK, async and
-sync."""
+"""Scope export and import end to end: HTTP v1 (streamed both ways), the SDK (async and
+sync) and the CLI against a server."""
 
 from __future__ import annotations
 
 import json
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from powercontext.cli import app
 from powercontext.client import PowerContextClient, SyncPowerContextClient
 from powercontext.client.errors import ApiError, ConnectionFailedError
 from powercontext.memory import RememberMemoryRequest
 from powercontext.memory.transfer import FORMAT, MAX_LINE_BYTES
 from tests.http.conftest import BATCH_LIMIT, BODY_LIMIT, KEY_A, Served
+
+runner = CliRunner()
 
 
 def _seed(served: Served, scope: str, count: int = 3) -> None:
@@ -179,3 +184,19 @@ def test_sdk_reports_a_connection_failure() -> None:
         pytest.raises(ConnectionFailedError, match="cannot reach"),
     ):
         list(client.memory.for_scope("a").export_lines())
+
+
+def test_cli_export_and_import_through_a_server(
+    open_server: Served, fresh_scope: str, tmp_path: Path
+) -> None:
+    _seed(open_server, fresh_scope)
+    dump = tmp_path / "scope.jsonl"
+    remote = ["--server-url", open_server.url]
+    exported = runner.invoke(app, ["memory", "export", "-s", fresh_scope, "-o", str(dump), *remote])
+    assert exported.exit_code == 0, exported.output
+    assert "3/3" in exported.stderr
+    target = f"{fresh_scope}-cli"
+    imported = runner.invoke(app, ["memory", "import", str(dump), "-s", target, *remote])
+    assert imported.exit_code == 0, imported.output
+    assert "3 added" in imported.stdout and "3/3" in imported.stderr
+    assert _entries(open_server, target) == _entries(open_server, fresh_scope)

@@ -1,5 +1,5 @@
 """`powercontext memory remember|search|list|get|retire` (and, from revision_commands,
-revise|reactivate|changes|head|history)."""
+revise|reactivate|changes|head|history; from transfer_commands, export|import)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from powercontext.cli import output, revision_commands, scope_commands
+from powercontext.cli import output, revision_commands, scope_commands, transfer_commands
 from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
 from powercontext.cli.memory_options import (
     Citation,
@@ -221,3 +221,5 @@ app.command()(revision_commands.changes)
 app.command()(revision_commands.head)
 app.command()(revision_commands.history)
 app.command()(scope_commands.scopes)
+app.command("export")(transfer_commands.export)
+app.command("import")(transfer_commands.import_)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Iterable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter, ValidationError
@@ -81,6 +81,12 @@ class ScopedMemory:
         """The scope at `revision` (default the head) as JSON lines: `header`, then
         `async for line in export.lines()`. NotFoundError when the scope has no revision."""
         return await open_export(self._service, self.scope_id, revision)
+
+    async def export_lines(self, *, revision: int | None = None) -> AsyncIterator[str]:
+        """The export's lines (header first), each ending with a newline, as the SDK's."""
+        export = await self.export(revision=revision)
+        async for line in export.lines():
+            yield line
 
     async def import_lines(
         self,
