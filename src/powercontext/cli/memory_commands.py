@@ -107,14 +107,33 @@ def search_batch(
     ] = "-",
     limit: HitLimit = 10,
     mode: ModeName = "auto",
+    revision: Annotated[
+        int | None, typer.Option(min=1, help="Search as of this revision (default the head).")
+    ] = None,
+    where: FilterOption = None,
+    min_score: Annotated[
+        float | None, typer.Option(help="Full-text floor on the raw BM25 score.")
+    ] = None,
+    min_similarity: Annotated[
+        float | None, typer.Option(min=-1.0, max=1.0, help="Vector floor on cosine similarity.")
+    ] = None,
     *,
     connection: Connection,
 ) -> None:
     """Run many searches in one call, all at one revision: one query per line (blank lines
-    are skipped); prints one block of hits per query, in order."""
+    are skipped); prints one block of hits per query, in order. The filter and floors apply
+    to every query."""
     with fail_on_errors():
         queries = read_queries(queries_file)
-        requests = [SearchMemoryRequest(query=q, limit=limit, mode=_mode(mode)) for q in queries]
+        shared = {
+            "limit": limit,
+            "mode": _mode(mode),
+            "revision": revision,
+            "filter": filter_object(where),
+            "min_score": min_score,
+            "min_similarity": min_similarity,
+        }
+        requests = [SearchMemoryRequest.model_validate({"query": q, **shared}) for q in queries]
     pages = connection.run(scope, lambda m: m.search_batch(requests))
     output.print_search_batch(queries, pages, connection.as_json)
 

@@ -239,7 +239,7 @@ async def search(body: SearchRequest, caller: Caller, request: Request) -> Respo
 @memory_router.post(
     "/search/batch",
     response_model=BatchSearchResponse,
-    responses=_responses(502, 504),
+    responses=_responses(404, 502, 504),
     summary="Several searches at one exact revision: one page per search, in order",
 )
 async def search_batch(body: BatchSearchRequest, caller: Caller, request: Request) -> Response:
@@ -253,7 +253,13 @@ async def run_batch_search(
     memory: ScopedMemory, body: BatchSearchRequest
 ) -> tuple[MemorySearchPage, ...]:
     return await memory.search_batch(
-        [SearchMemoryRequest(query=s.query, limit=s.limit, mode=s.mode) for s in body.searches]
+        [
+            SearchMemoryRequest.model_validate(
+                search.model_dump(exclude={"filter"})
+                | {"filter": search.filter, "revision": body.revision}
+            )
+            for search in body.searches
+        ]
     )
 
 
