@@ -34,6 +34,7 @@ from powercontext.storage.common import validate_plan
 from powercontext.storage.sqlite import fulltext, reads, writes
 from powercontext.storage.sqlite.ann import IndexOptions
 from powercontext.storage.sqlite.connections import ConnectionOptions, ConnectionPool
+from powercontext.storage.sqlite.filter_keys import Keys, SharedFilterScans
 from powercontext.storage.sqlite.fulltext import TermCache
 from powercontext.storage.sqlite.vectors import VectorCache
 
@@ -52,6 +53,7 @@ class SqliteMemoryStore:
             raise MemoryValidationError(f"unknown fulltext mode {self.index.fulltext!r}")
         self._vectors = VectorCache(options=self.index)
         self._terms = TermCache()
+        self.filter_scans = SharedFilterScans()
         self.target = target
         """The database file, or `:memory:`."""
 
@@ -181,9 +183,9 @@ class SqliteMemoryStore:
                 "searching the full-text index",
             )
         postings = self._terms.get(scope_id)
+        allowed = await self._filtered_keys(scope_id, revision, where)
 
         def work(conn: sqlite3.Connection) -> list[FtsCandidate]:
-            allowed = reads.filtered_keys(conn, scope_id, revision, where)
             return fulltext.fts_candidates(
                 postings, conn, revision, wanted, limit, fields or FieldWeights(), allowed
             )
@@ -204,14 +206,27 @@ class SqliteMemoryStore:
         if vector.ndim != 1 or not np.all(np.isfinite(vector)):
             raise MemoryValidationError("the query vector must be a finite 1-D array")
         matrix = self._vectors.get(scope_id, profile_id)
+        allowed = await self._filtered_keys(scope_id, revision, where)
 
         def work(conn: sqlite3.Connection) -> list[VectorCandidate]:
-            allowed = reads.filtered_keys(conn, scope_id, revision, where)
             with matrix.lock:
                 matrix.refresh(conn)
                 return matrix.search(revision, vector, limit, allowed)
 
         return await self._read(work, "searching vectors")
+
+    async def _filtered_keys(
+        self, scope_id: str, revision: int, where: MemoryFilter | None
+    ) -> Keys | None:
+        """One scan per (scope, revision, filter) in flight, shared by concurrent channels."""
+
+        async def scan() -> Keys | None:
+            return await self._read(
+                lambda conn: reads.filtered_keys(conn, scope_id, revision, where),
+                "filtering entries",
+            )
+
+        return await self.filter_scans.keys(scope_id, revision, where, scan)
 
     async def missing_vector_count(self, scope_id: str, revision: int, profile_id: str) -> int:
         matrix = self._vectors.get(scope_id, profile_id)
