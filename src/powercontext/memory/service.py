@@ -12,14 +12,13 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from powercontext.memory.commit import Planner, commit_planned
+from powercontext.memory.commit import Planner, check_batch_size, commit_planned
 from powercontext.memory.cursors import decode_cursor, encode_cursor
 from powercontext.memory.entries import entry_at, entry_from_stored
 from powercontext.memory.errors import (
     InvalidCursorError,
     MemoryValidationError,
     NotFoundError,
-    PayloadTooLargeError,
     RevisionConflictError,
 )
 from powercontext.memory.filters import MemoryFilter
@@ -168,11 +167,7 @@ class MemoryService:
     ) -> MemoryWriteResult:
         if not requests:
             raise MemoryValidationError("remember_many needs at least one entry")
-        if len(requests) > self.config.max_batch_entries:
-            raise PayloadTooLargeError(
-                f"batch of {len(requests)} entries exceeds the bound of "
-                f"{self.config.max_batch_entries} (POWERCONTEXT_SERVER_RUNTIME_MAX_BATCH_ENTRIES)"
-            )
+        check_batch_size(len(requests), self.config.max_batch_entries)
         expected = {r.expected_revision for r in requests}
         if len(expected) > 1:
             raise MemoryValidationError("entries of one batch must share one expected_revision")

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from powercontext.memory.commit import check_batch_size
 from powercontext.memory.entries import entry_from_stored, resolve_revision
 from powercontext.memory.errors import (
     MemoryValidationError,
@@ -204,11 +205,7 @@ async def add_entries(
     """Write `entries` under their own ids in one revision (None when all were skipped)."""
     if not entries:
         raise MemoryValidationError("add_entries needs at least one entry")
-    if len(entries) > service.config.max_batch_entries:
-        raise PayloadTooLargeError(
-            f"batch of {len(entries)} entries exceeds the bound of "
-            f"{service.config.max_batch_entries} (POWERCONTEXT_SERVER_RUNTIME_MAX_BATCH_ENTRIES)"
-        )
+    check_batch_size(len(entries), service.config.max_batch_entries)
     ids = [e.entry_id for e in entries]
     if len(set(ids)) != len(ids):
         raise MemoryValidationError("one batch names the same entry_id twice")
