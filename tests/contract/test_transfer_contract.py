@@ -21,7 +21,7 @@ from powercontext.memory.models import (
 )
 from powercontext.memory.ports import MemoryStore
 from powercontext.memory.scoped import ScopedMemory
-from powercontext.memory.service import MemoryService
+from powercontext.memory.service import MemoryService, SearchConfig
 from powercontext.memory.transfer import FORMAT, MAX_LINE_BYTES, NewEntry, import_lines
 
 WHEN = datetime(2024, 5, 6, 7, 8, 9, tzinfo=UTC)
@@ -180,3 +180,17 @@ async def test_duplicate_ids_in_one_batch_are_refused(store: MemoryStore) -> Non
     twice = [NewEntry(entry_id="same", text="a"), NewEntry(entry_id="same", text="b")]
     with pytest.raises(MemoryValidationError, match="twice"):
         await memory.add_entries(twice)
+
+
+async def test_add_entries_keeps_the_batch_bound(store: MemoryStore) -> None:
+    service = MemoryService(store, config=SearchConfig(max_batch_entries=2))
+    three = [NewEntry(entry_id=f"e{i}", text=f"note {i}") for i in range(3)]
+    with pytest.raises(PayloadTooLargeError, match="MAX_BATCH_ENTRIES"):
+        await service.add_entries("dst", three)
+    header = json.dumps(
+        {"format": FORMAT, "version": 1, "scope_id": "x", "revision": 1, "entry_count": 3}
+        | {"exported_at": WHEN.isoformat()}
+    )
+    lines = [header] + [e.model_dump_json() for e in three]
+    result = await service.for_scope("dst").import_lines(lines)
+    assert (result.added, result.revisions) == (3, 2), "imports batch within the bound"
