@@ -312,7 +312,9 @@ async def recall(
     try:
         for vector in vectors:
             started = time.perf_counter()
-            exact = await store.exact_vector_candidates(SCOPE, head, profile, vector, limit=30)
+            exact = await store.vector_candidates(
+                SCOPE, head, profile, vector, limit=30, exact=True
+            )
             exact_ms.append((time.perf_counter() - started) * 1000)
             truths.append({c.key for c in exact})
             floors.append(exact[-1].similarity - 1e-6)

@@ -4,7 +4,7 @@ Two runtimes on one SQLite file: one without a reranker (coarse limit = k = 10) 
 a scripted reranker that answers instantly, reversing the pool (coarse limit = 30 candidates).
 The difference of their search latencies is what the stage costs a caller besides the model:
 20 more candidates fetched and built as hits, rank normalization, the trace and its log line.
-The stage is also timed alone (`searching._rerank` on a pool of 30 hits).
+The stage is also timed alone (`search.pipeline.rerank` on a pool of 30 hits).
 
     python bench/rerank_overhead.py        # writes bench/results/rerank_overhead.json
 """
@@ -28,7 +28,8 @@ from powercontext import open_runtime
 from powercontext.memory import SearchMemoryRequest
 from powercontext.memory.models import MemoryHit, MemoryRerankDecision
 from powercontext.memory.ports import MemoryReranker
-from powercontext.memory.searching import _rerank
+from powercontext.memory.search.candidates import FIXED_POLICY_ID, CandidateChoice
+from powercontext.memory.search.pipeline import rerank
 
 ENTRIES = 5_000
 CANDIDATES = 30
@@ -73,11 +74,12 @@ async def stage_alone(db: Path, corpus: data.Corpus, count: int) -> list[float]:
         pool = (await memory.search(request)).hits
     assert len(pool) == CANDIDATES
     reranker = InstantReranker()
+    choice = CandidateChoice(FIXED_POLICY_ID, CANDIDATES)
     samples = []
     for query in corpus.queries[:count]:
         request = SearchMemoryRequest(query=query, limit=10, mode="hybrid")
         started = time.perf_counter()
-        await _rerank(reranker, request, pool)
+        await rerank(reranker, request, pool, choice)
         samples.append((time.perf_counter() - started) * 1000)
     return samples
 

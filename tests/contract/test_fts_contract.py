@@ -51,6 +51,14 @@ async def test_limit_bounds_the_candidates(store: MemoryStore) -> None:
     assert len(await store.fts_candidates("s", 1, ["common"], limit=100)) == 30
 
 
+async def test_ties_at_the_limit_go_by_key(store: MemoryStore) -> None:
+    # 200 equal scores around a better one: the limit keeps the smallest keys of the tie.
+    texts = ["kayak"] * 120 + ["kayak kayak"] + ["kayak"] * 80
+    result = await store.commit("s", None, [add(t, tokens=t) for t in texts])
+    found = await store.fts_candidates("s", 1, ["kayak"], limit=5)
+    assert [c.key for c in found] == [result.keys[120], *result.keys[:4]]
+
+
 async def test_an_old_revision_excludes_later_and_includes_since_retired(
     store: MemoryStore,
 ) -> None:

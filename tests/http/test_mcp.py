@@ -37,7 +37,7 @@ from powercontext.server.schemas import (
     SearchResponse,
     WriteResultModel,
 )
-from powercontext.server.scope_routes import ListScopesRequest, ScopesResponse
+from powercontext.server.scopes import ListScopesRequest, ScopesResponse
 from tests.http.conftest import KEY_A, KEY_ALL, KEY_B, Served
 
 TOOL_MODELS = {

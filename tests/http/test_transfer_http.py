@@ -16,6 +16,8 @@ from powercontext.client import PowerContextClient, SyncPowerContextClient
 from powercontext.client.errors import ApiError, ConnectionFailedError
 from powercontext.memory import RememberMemoryRequest
 from powercontext.memory.transfer import FORMAT, MAX_LINE_BYTES
+from powercontext.server import create_app
+from powercontext.server.contract import generate_openapi
 from tests.http.conftest import BATCH_LIMIT, BODY_LIMIT, KEY_A, Served
 
 runner = CliRunner()
@@ -200,3 +202,19 @@ def test_cli_export_and_import_through_a_server(
     assert imported.exit_code == 0, imported.output
     assert "3 added" in imported.stdout and "3/3" in imported.stderr
     assert _entries(open_server, target) == _entries(open_server, fresh_scope)
+
+
+def test_the_contract_documents_the_streamed_routes() -> None:
+    """Raw routes of the table: query parameters from their models, NDJSON bodies, JSON errors."""
+    paths = generate_openapi(create_app())["paths"]
+    export, imported = paths["/v1/memory/export"]["get"], paths["/v1/memory/import"]["post"]
+    assert {(p["name"], p["required"]) for p in export["parameters"]} == {
+        ("scope_id", True),
+        ("revision", False),
+    }
+    on_existing = {p["name"]: p for p in imported["parameters"]}["on_existing"]
+    assert on_existing["schema"]["enum"] == ["skip", "replace", "fail"]
+    assert "application/x-ndjson" in export["responses"]["200"]["content"]
+    assert "application/x-ndjson" in imported["requestBody"]["content"]
+    error = export["responses"]["404"]["content"]["application/json"]["schema"]
+    assert error["$ref"].endswith("/ErrorEnvelope")

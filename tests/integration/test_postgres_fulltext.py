@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from powercontext.memory.search import bm25
 from powercontext.storage.postgres import PostgresMemoryStore, fulltext
 from tests import pg_server
 from tests.contract.builders import add, retire
@@ -24,26 +26,26 @@ def test_literals_quote_everything_and_keep_tokens_verbatim() -> None:
 
 def test_the_plan_scores_rare_terms_higher_and_bounds_the_rest() -> None:
     frequencies = {"the": 5000, "lighthous": 3}
-    plan = fulltext.plan_ranking(["the", "lighthous", "the"], frequencies, 10_000, 50_000)
+    plan = fulltext.plan_ranking(["the", "lighthous", "the"], frequencies, 10_000, 50_000, 0)
     assert plan is not None
     assert plan.terms == ("lighthous", "the")
     assert plan.weights[0] > 5 * plan.weights[1] > 0
     assert plan.first_pass == 1  # 5000 more documents would blow the first pass's budget
-    assert plan.average_length == 5.0
-    assert fulltext.plan_ranking(["\x00"], {}, 10, 10) is None
+    assert (plan.own_average, plan.context_average) == (5.0, 1.0)
+    assert fulltext.plan_ranking(["\x00"], {}, 10, 10, 0) is None
 
 
 def test_common_terms_are_left_out_of_the_match_only_below_the_threshold() -> None:
     frequencies = {"rare": 1, "mid": 300, "the": 5000, "a": 6000}
-    plan = fulltext.plan_ranking(["a", "the", "mid", "rare"], frequencies, 10_000, 1)
+    plan = fulltext.plan_ranking(["a", "the", "mid", "rare"], frequencies, 10_000, 1, 0)
     assert plan is not None and plan.terms == ("rare", "mid", "the", "a")
     assert plan.first_pass == 2
     weights = plan.weights
-    common = fulltext.F_MAX * (weights[2] + weights[3])
+    common = bm25.MAX_SATURATION * (weights[2] + weights[3])
     # the limit-th score beats what "the" and "a" together can give: the first pass is final
     assert fulltext.terms_to_match(plan, [common * 1.01] * 3, limit=3) == 2
     # it beats "a" alone but not both: the second pass must match on "the" too
-    between = fulltext.F_MAX * weights[3] * 1.01
+    between = bm25.MAX_SATURATION * weights[3] * 1.01
     assert fulltext.terms_to_match(plan, [between] * 3, limit=3) == 3
     assert fulltext.terms_to_match(plan, [0.0001] * 3, limit=3) == 4
     assert fulltext.terms_to_match(plan, [100.0], limit=3) == 4  # short: others may fill
@@ -69,22 +71,22 @@ async def test_a_rare_term_outranks_many_common_ones(store: PostgresMemoryStore)
 def _oracle(
     documents: dict[int, list[str]], active: set[int], terms: list[str], limit: int
 ) -> list[int]:
-    """BM25 with binary term frequency over the active documents, ties by key."""
+    """BM25 with term frequencies over the active documents' own words, ties by key."""
     total = len(active)
-    lexemes = sum(len(set(documents[key])) for key in active)
-    average = lexemes / total
+    average = sum(len(documents[key]) for key in active) / total
     df = {t: sum(1 for key in active if t in documents[key]) for t in set(terms)}
     scored = []
     for key in active:
-        present = set(documents[key])
-        matched = [t for t in dict.fromkeys(terms) if t in present]
-        if not matched:
-            continue
-        weight = sum(fulltext.idf(df[t], total) for t in matched)
-        factor = (fulltext.K1 + 1) / (
-            1 + fulltext.K1 * (1 - fulltext.B + fulltext.B * len(present) / average)
-        )
-        scored.append((-weight * factor, key))
+        words = documents[key]
+        norm = 1 - 0.75 + 0.75 * len(words) / average
+        score = 0.0
+        for term in dict.fromkeys(terms):
+            tf = words.count(term) / norm
+            if tf:
+                idf = math.log(1 + (total - df[term] + 0.5) / (df[term] + 0.5))
+                score += idf * tf * 2.2 / (tf + 1.2)
+        if score:
+            scored.append((-score, key))
     return [key for _, key in sorted(scored)[:limit]]
 
 

@@ -13,10 +13,16 @@ import pytest
 
 from powercontext.memory.errors import ConfigurationError, StorageError
 from powercontext.storage import open_store
-from powercontext.storage.postgres import SCHEMA_VERSION, PostgresMemoryStore, upgrade, vectors
+from powercontext.storage.postgres import (
+    SCHEMA_VERSION,
+    PostgresMemoryStore,
+    schema,
+    upgrade,
+    vectors,
+)
 from powercontext.storage.postgres.connection import split_url
 from tests import pg_server
-from tests.contract.builders import add, random_units, retire
+from tests.contract.builders import add, random_units, retire, revise
 
 pytestmark = pytest.mark.postgres
 
@@ -111,7 +117,7 @@ async def test_large_revisions_walk_the_hnsw_graph_and_stay_filtered(
     assert vectors.index_name("p") in await _plan(store, query, 1)
 
     approximate = await store.vector_candidates("big", 1, "p", query, limit=30)
-    exact = await store.exact_vector_candidates("big", 1, "p", query, limit=100)
+    exact = await store.vector_candidates("big", 1, "p", query, limit=100, exact=True)
     assert [c.key for c in exact] == [result.keys[i] for i in np.argsort(-(matrix @ query))[:100]]
     recall = len({c.key for c in approximate} & {c.key for c in exact[:30]}) / 30
     assert recall >= 0.8, recall
@@ -151,3 +157,75 @@ async def test_two_stores_create_a_new_profiles_index_once(url: str) -> None:
     finally:
         await first.close()
         await second.close()
+
+
+async def test_the_bm25_migration_backfills_lengths_and_rebuild_makes_counts_exact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = await pg_server.database_url(tmp_path / "old", unmigrated=True)
+    before = schema.MIGRATIONS[: schema.MIGRATIONS.index(schema._V_BM25)]
+    monkeypatch.setattr(schema, "MIGRATIONS", before)
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", len(before))
+    await upgrade(url)
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(
+            "INSERT INTO scopes VALUES ('s', 1, 2, 7, now());"
+            "INSERT INTO revisions VALUES ('s', 1, now(), 2, 2);"
+            "INSERT INTO entry_versions (scope_id, key, entry_id, entry_version_id, version, "
+            "kind, text, metadata, created_at, added_revision, tokens) VALUES "
+            "('s', 1, 'e1', 'v1', 1, 'fact', 'a', '{}', now(), 1, $$'kayak' 'lake' '_sun'$$),"
+            "('s', 2, 'e2', 'v2', 1, 'fact', 'b', '{}', now(), 1, $$'kayak' '@ann' '_x' '_y'$$)"
+        )
+    monkeypatch.undo()
+    assert await upgrade(url) == list(range(len(before) + 1, SCHEMA_VERSION + 1))
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        cur = await conn.execute(
+            "SELECT key, own_length, context_length, term_counts FROM entry_versions ORDER BY key"
+        )
+        assert await cur.fetchall() == [(1, 2, 1, None), (2, 1, 2, None)]
+        cur = await conn.execute("SELECT own_length_total, context_length_total FROM scopes")
+        assert await cur.fetchone() == (3, 3)
+    store = await PostgresMemoryStore.open(url)
+    try:
+        # the shorter entry first, as BM25 ranks one occurrence each
+        assert [c.key for c in await store.fts_candidates("s", 1, ["kayak"], limit=5)] == [2, 1]
+        # what `reindex --rebuild` does: the rewritten tokens carry their repeats again
+        await store.rewrite_index_tokens("s", [(1, "kayak kayak kayak lake _sun")])
+        assert [c.key for c in await store.fts_candidates("s", 1, ["kayak"], limit=5)] == [1, 2]
+    finally:
+        await store.close()
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        cur = await conn.execute("SELECT own_length, term_counts FROM entry_versions WHERE key = 1")
+        assert await cur.fetchone() == (4, {"kayak": 3})
+        cur = await conn.execute("SELECT own_length_total, context_length_total FROM scopes")
+        assert await cur.fetchone() == (5, 3)
+
+
+async def test_length_totals_follow_commits_retirements_and_rewrites(url: str) -> None:
+    store = await PostgresMemoryStore.open(url)
+    try:
+        first = await store.commit(
+            "s", None, [add("a", tokens="kayak kayak lake _sun"), add("b", tokens="tent @ann _x")]
+        )
+        rows = await store.fetch_versions("s", first.keys)
+        await store.commit(
+            "s",
+            1,
+            [retire(rows[first.keys[0]]), revise(rows[first.keys[1]], "b2"), add("c")],
+        )
+        await store.rewrite_index_tokens("s", [(first.keys[0], "kayak _a _b _c")])  # retired
+    finally:
+        await store.close()
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        cur = await conn.execute(
+            "SELECT s.own_length_total, s.context_length_total, sum(v.own_length), "
+            "sum(v.context_length) FROM scopes s JOIN entry_versions v USING (scope_id) "
+            "WHERE v.removed_revision IS NULL GROUP BY 1, 2"
+        )
+        row = await cur.fetchone()
+        assert row is not None and (row[0], row[1]) == (row[2], row[3]) == (2, 0)
+        cur = await conn.execute(
+            "SELECT own_length, context_length, term_counts FROM entry_versions WHERE key = %s",
+            (first.keys[0],),
+        )
+        assert await cur.fetchone() == (1, 3, None)

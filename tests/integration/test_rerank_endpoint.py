@@ -21,7 +21,7 @@ from powercontext.memory import (
 )
 from powercontext.memory.rerank.scored import POLICY_ID
 from powercontext.runtime import build_reranker
-from tests.fakes.rerank_endpoint import FakeRerankEndpoint
+from powercontext.testing import FakeRerankEndpoint
 from tests.integration.conftest import sqlite_settings
 
 API_KEY = "rerank-key-never-logged-91c2"

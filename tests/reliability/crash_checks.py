@@ -158,6 +158,18 @@ def _postgres_snapshot(url: str, scope_id: str) -> Snapshot:
                 problems.append(f"scopes.active_count {scope[0]} differs from the head's")
             if int(scope[1]) != lexemes:
                 problems.append(f"scopes.lexeme_total {scope[1]}, active lexemes {lexemes}")
+        # The BM25F length totals are the sums of the active versions' own lengths.
+        totals = conn.execute(
+            "SELECT s.own_length_total, s.context_length_total, "
+            "(SELECT coalesce(sum(own_length), 0) FROM entry_versions v "
+            " WHERE v.scope_id = s.scope_id AND v.removed_revision IS NULL), "
+            "(SELECT coalesce(sum(context_length), 0) FROM entry_versions v "
+            " WHERE v.scope_id = s.scope_id AND v.removed_revision IS NULL) "
+            "FROM scopes s WHERE s.scope_id = %s",
+            (scope_id,),
+        ).fetchone()
+        if totals is not None and (totals[0], totals[1]) != (totals[2], totals[3]):
+            problems.append(f"scopes length totals {totals[:2]}, active versions' {totals[2:]}")
         return snapshot
 
 

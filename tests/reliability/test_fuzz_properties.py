@@ -13,7 +13,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from powercontext.memory.ports import FtsCandidate, VectorCandidate
-from powercontext.memory.search.admission import admit_fts, admit_vector, required_fts_terms
+from powercontext.memory.search.admission import admit, required_fts_terms
 from powercontext.memory.search.analyze import (
     MAX_TOKEN_CHARS,
     AnalyzerConfig,
@@ -126,12 +126,12 @@ def test_fts_admission_is_the_distinct_term_rule_without_backfill(
     distinct = set(query)
     need = required_fts_terms(len(distinct))
     expected = [c.key for c in pool if len(distinct & c.tokens) >= need]
-    assert admit_fts(pool, query) == expected
+    assert admit(pool, [], query).keys["fts"] == expected
     # A candidate holding every query term is always admitted.
     if not distinct:
         return
     richer = [FtsCandidate(c.key, c.score, c.tokens | distinct) for c in pool]
-    assert admit_fts(richer, query) == [c.key for c in pool]
+    assert admit(richer, [], query).keys["fts"] == [c.key for c in pool]
 
 
 @settings(max_examples=300, deadline=None)
@@ -143,7 +143,7 @@ def test_vector_admission_is_an_inclusive_threshold_in_order(
     found: list[tuple[int, float]], threshold: float
 ) -> None:
     pool = [VectorCandidate(key, similarity) for key, similarity in found]
-    admitted = admit_vector(pool, threshold)
+    admitted = admit([], pool, (), min_similarity=threshold).keys["vector"]
     # NaN compares false: a broken similarity is never admitted.
     assert admitted == [key for key, similarity in found if similarity >= threshold]
 

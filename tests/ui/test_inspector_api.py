@@ -122,6 +122,20 @@ def test_search_returns_the_coarse_pool_and_the_selection(inspector: Inspector) 
     assert {ch for c in pool for ch in c["matched_by"]} <= {"fts", "vector"}
 
 
+def test_the_inspector_takes_the_http_bodies_whole(inspector: Inspector) -> None:
+    # Built by the same translate as HTTP v1: as-of search and filters reach the runtime.
+    with inspector.api() as http:
+        head = http.post("/ui/api/search", json={"scope_id": SCOPE, "query": "tomato"}).json()
+        then = http.post(
+            "/ui/api/search", json={"scope_id": SCOPE, "query": "tomato", "revision": 1}
+        ).json()
+        filtered = http.post(
+            "/ui/api/entries", json={"scope_id": SCOPE, "filter": {"kinds": ["recipe"]}}
+        ).json()
+    assert then["memory_ref"]["revision"] == 1 < head["memory_ref"]["revision"]
+    assert filtered["entries"] == []
+
+
 def test_entries_and_history(inspector: Inspector) -> None:
     with inspector.api() as http:
         listed = http.post("/ui/api/entries", json={"scope_id": SCOPE}).json()

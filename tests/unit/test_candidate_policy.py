@@ -7,8 +7,6 @@ import pytest
 from powercontext.config import ServerSettings
 from powercontext.inference.embeddings.hashing import HashingEmbedder
 from powercontext.memory.models import (
-    MemoryHit,
-    MemoryRerankDecision,
     RememberMemoryRequest,
     SearchMemoryRequest,
 )
@@ -23,6 +21,7 @@ from powercontext.memory.search.candidates import (
 from powercontext.memory.service import MemoryService, SearchConfig
 from powercontext.runtime import search_config
 from powercontext.storage.sqlite import SqliteMemoryStore
+from powercontext.testing import ScriptedReranker
 
 
 @pytest.mark.parametrize(
@@ -98,22 +97,13 @@ def test_settings_table_reads_json_and_rejects_unknown_classes(
         ServerSettings()
 
 
-class KeepAll:
-    policy_id = "test.keep"
-
-    async def rerank(
-        self, query: str, candidates: tuple[MemoryHit, ...], limit: int
-    ) -> MemoryRerankDecision:
-        return MemoryRerankDecision(selected_ranks=tuple(range(1, limit + 1)))
-
-
 async def test_trace_records_class_and_limit_and_the_pool_follows_it() -> None:
     store = await SqliteMemoryStore.open(":memory:")
     policy = CandidatePolicy(name="by_class", class_limits={"count": 4, "one_fact": 2})
     service = MemoryService(
         store,
         embedder=HashingEmbedder(64),
-        reranker=KeepAll(),
+        reranker=ScriptedReranker(),
         config=SearchConfig(candidates=policy),
     )
     await service.remember_many(

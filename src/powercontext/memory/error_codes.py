@@ -40,6 +40,8 @@ class ErrorSpec:
     domain: type[PowerContextError] | None
     sdk: str
     """The name of the class `powercontext.client` raises for this code."""
+    description: str
+    """What the code tells a client: the OpenAPI error responses and docs/http.md quote it."""
     fixed_message: str | None = None
     framework_status: bool = False
     """True when the HTTP framework's own refusal with `status` carries this code."""
@@ -50,24 +52,71 @@ class ErrorSpec:
 
 
 ERRORS: tuple[ErrorSpec, ...] = (
-    ErrorSpec("unauthorized", 401, UnauthorizedError, "UnauthorizedError", framework_status=True),
-    ErrorSpec("forbidden", 403, ForbiddenError, "ForbiddenError", framework_status=True),
+    ErrorSpec(
+        "unauthorized",
+        401,
+        UnauthorizedError,
+        "UnauthorizedError",
+        "auth is enabled and the bearer key is missing or unknown.",
+        framework_status=True,
+    ),
+    ErrorSpec(
+        "forbidden",
+        403,
+        ForbiddenError,
+        "ForbiddenError",
+        "the key may not use this scope_id.",
+        framework_status=True,
+    ),
     ErrorSpec(
         "capability_not_supported",
         422,
         CapabilityNotSupportedError,
         "ApiCapabilityNotSupportedError",
+        "the requested search mode is not available in this deployment.",
     ),
-    ErrorSpec("invalid_cursor", 422, InvalidCursorError, "ApiInvalidCursorError"),
-    ErrorSpec("validation_error", 422, MemoryValidationError, "ApiValidationError"),
-    ErrorSpec("revision_conflict", 409, RevisionConflictError, "ApiRevisionConflictError"),
-    ErrorSpec("idempotency_conflict", 409, IdempotencyConflictError, "ApiIdempotencyConflictError"),
-    ErrorSpec("not_found", 404, NotFoundError, "ApiNotFoundError", framework_status=True),
+    ErrorSpec(
+        "invalid_cursor",
+        422,
+        InvalidCursorError,
+        "ApiInvalidCursorError",
+        "the cursor is malformed or belongs to another scope, revision or filter.",
+    ),
+    ErrorSpec(
+        "validation_error",
+        422,
+        MemoryValidationError,
+        "ApiValidationError",
+        "the body violates a type or bound.",
+    ),
+    ErrorSpec(
+        "revision_conflict",
+        409,
+        RevisionConflictError,
+        "ApiRevisionConflictError",
+        "expected_revision is not the head, or the citation names an older version of the entry.",
+    ),
+    ErrorSpec(
+        "idempotency_conflict",
+        409,
+        IdempotencyConflictError,
+        "ApiIdempotencyConflictError",
+        "the idempotency_key was used by a write with another body.",
+    ),
+    ErrorSpec(
+        "not_found",
+        404,
+        NotFoundError,
+        "ApiNotFoundError",
+        "the cited entry, version or revision does not exist in this scope.",
+        framework_status=True,
+    ),
     ErrorSpec(
         "payload_too_large",
         413,
         PayloadTooLargeError,
         "ApiPayloadTooLargeError",
+        "the body exceeds the byte limit, or a batch exceeds the entry limit.",
         framework_status=True,
     ),
     ErrorSpec(
@@ -75,6 +124,7 @@ ERRORS: tuple[ErrorSpec, ...] = (
         504,
         InferenceTimeoutError,
         "ApiInferenceTimeoutError",
+        "the reranking model did not answer in time.",
         "the reranking model did not answer within the generation timeout",
     ),
     ErrorSpec(
@@ -82,6 +132,7 @@ ERRORS: tuple[ErrorSpec, ...] = (
         502,
         InvalidInferenceOutputError,
         "ApiInvalidInferenceOutputError",
+        "the reranking model's output stayed invalid.",
         "the reranking model returned invalid output",
     ),
     # The base class too: an inference failure of no finer kind is an unavailable provider.
@@ -90,15 +141,36 @@ ERRORS: tuple[ErrorSpec, ...] = (
         503,
         InferenceError,
         "ApiInferenceUnavailableError",
+        "the inference provider is unreachable. Idempotent calls may retry.",
         "the inference provider is unavailable; retry later",
     ),
     # Its message names the storage condition (full, read-only, busy): the server builds it.
-    ErrorSpec("storage_unavailable", 503, StorageError, "ApiStorageError"),
-    ErrorSpec("method_not_allowed", 405, None, "ServerError", framework_status=True),
+    ErrorSpec(
+        "storage_unavailable",
+        503,
+        StorageError,
+        "ApiStorageError",
+        "the database failed (full, read-only, busy). Idempotent calls may retry.",
+    ),
+    ErrorSpec(
+        "method_not_allowed",
+        405,
+        None,
+        "ServerError",
+        "the route exists but not with this HTTP method.",
+        framework_status=True,
+    ),
     # Any other 4xx the framework refuses with; its status is the framework's.
-    ErrorSpec("bad_request", 400, None, "ApiValidationError"),
+    ErrorSpec("bad_request", 400, None, "ApiValidationError", "the framework refused the request."),
     # Last: every other PowerContextError, and any exception we did not raise on purpose.
-    ErrorSpec("internal_error", 500, PowerContextError, "ServerError", "internal server error"),
+    ErrorSpec(
+        "internal_error",
+        500,
+        PowerContextError,
+        "ServerError",
+        "an unexpected failure (details are in the server log).",
+        "internal server error",
+    ),
 )
 
 BY_CODE: dict[str, ErrorSpec] = {spec.code: spec for spec in ERRORS}
@@ -111,3 +183,13 @@ def spec_of(exc: PowerContextError) -> ErrorSpec:
         (spec for spec in ERRORS if spec.domain is not None and isinstance(exc, spec.domain)),
         INTERNAL_ERROR,
     )
+
+
+def described(status: int) -> str:
+    """The OpenAPI description of an error status: every domain code it may carry."""
+    parts = [
+        f"{spec.code}: {spec.description.rstrip('.')}"
+        for spec in ERRORS
+        if spec.status == status and spec.domain is not None
+    ]
+    return "; ".join(parts) + "."

@@ -58,7 +58,7 @@ from powercontext.memory.scopes import ScopeSummary, scope_summaries
 from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.candidates import CandidatePolicy
 from powercontext.memory.search.fields import FieldWeights
-from powercontext.memory.searching import run_search, run_search_batch
+from powercontext.memory.search.pipeline import SearchPipeline
 from powercontext.memory.transfer import EntryCounts, NewEntry, OnExisting, add_entries
 
 log = logging.getLogger("powercontext.memory")
@@ -417,7 +417,7 @@ class MemoryService:
 
     async def search(self, scope_id: str, request: SearchMemoryRequest) -> MemorySearchPage:
         await self.profiles.warn_if_stale(scope_id)
-        page = await run_search(self, scope_id, request)
+        page = await SearchPipeline(self).search(scope_id, request)
         self._observe(page)
         return page
 
@@ -433,7 +433,7 @@ class MemoryService:
                 f"{self.config.max_batch_queries} (POWERCONTEXT_SERVER_RUNTIME_MAX_BATCH_QUERIES)"
             )
         await self.profiles.warn_if_stale(scope_id)
-        pages = await run_search_batch(self, scope_id, requests)
+        pages = await SearchPipeline(self).search_batch(scope_id, requests)
         for page in pages:
             self._observe(page)
         return pages

@@ -16,17 +16,21 @@ from powercontext.server.auth import ApiKeyAuthority
 from powercontext.server.capability import log_search_capability
 from powercontext.server.contract import DESCRIPTION, TITLE, generate_openapi, load_contract
 from powercontext.server.docs_page import docs_router
-from powercontext.server.entry_routes import entry_router
 from powercontext.server.errors import install_error_handlers
 from powercontext.server.gate import RequestGate
 from powercontext.server.mcp import McpRoute, McpTools
 from powercontext.server.metrics import ServerMetrics
 from powercontext.server.middleware import RequestContextMiddleware
+from powercontext.server.operations import OPERATIONS
 from powercontext.server.readiness import ReadinessProbe
-from powercontext.server.routes import ServerState, router
-from powercontext.server.scope_routes import scope_router
-from powercontext.server.transfer_routes import STREAMING_PATHS, transfer_router
+from powercontext.server.routes import router
+from powercontext.server.state import ServerState
 from powercontext.server.ui import install_ui
+
+STREAMING_PATHS = frozenset(
+    op.http.path for op in OPERATIONS if op.http and op.http.raw and op.http.method == "POST"
+)
+"""Raw POST routes read their body as a stream and bound it themselves (e.g. per line)."""
 
 RuntimeFactory = Callable[[ServerSettings, SearchObserver], AbstractAsyncContextManager[Runtime]]
 """Opens the runtime the app serves; tests inject models with it."""
@@ -94,9 +98,6 @@ def create_app(
     )
     app.state.powercontext = state
     app.include_router(router)
-    app.include_router(entry_router)
-    app.include_router(scope_router)
-    app.include_router(transfer_router)
     app.include_router(docs_router)
     # Not part of the v1 contract (openapi/powercontext.yaml): MCP has its own tool schemas.
     app.router.routes.append(McpRoute(mcp_tools))

@@ -65,6 +65,11 @@ def _exact_integer_bounds(node: Any) -> None:
             _exact_integer_bounds(child)
 
 
+RAW_SCHEMAS = "x-powercontext-schemas"
+"""Where a raw route (server/routes.py) leaves the models its request body refers to: FastAPI
+knows no body model of a route that reads its own body, so they are moved to components."""
+
+
 def generate_openapi(app: FastAPI) -> dict[str, Any]:
     """The schema of the app's routes, independent of any runtime configuration."""
     schema = get_openapi(
@@ -79,6 +84,9 @@ def generate_openapi(app: FastAPI) -> dict[str, Any]:
     for operations in schema.get("paths", {}).values():
         for operation in operations.values():
             _complete(operation)
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            for name, model in operation.pop(RAW_SCHEMAS, {}).items():
+                components.setdefault(name, model)
     _exact_integer_bounds(schema)
     return schema
 

@@ -1,6 +1,6 @@
 """The MCP server: tool listing, tool calls, `/mcp` over streamable HTTP, and stdio.
 
-The tools themselves (one per HTTP v1 memory operation, same wire models) are in mcp_tools.
+The tools themselves (built from server/operations.py, same wire models) are in mcp_tools.
 
 Auth is the HTTP v1 rule. Over HTTP the endpoint answers 401 before any MCP processing when
 the bearer key is missing or unknown, and every tool call authenticates its own HTTP request
@@ -18,7 +18,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, cast
+from typing import Any
 
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
@@ -40,15 +40,10 @@ from powercontext.config import ServerSettings
 from powercontext.memory.error_codes import BY_CODE
 from powercontext.memory.errors import PowerContextError
 from powercontext.server.auth import ApiKeyAuthority, KeyGrant, is_loopback
+from powercontext.server.calls import Call, perform
 from powercontext.server.errors import UnauthorizedError, describe, error_response
-from powercontext.server.mcp_tools import (
-    INSTRUCTIONS,
-    MEMORY_TOOLS,
-    Handler,
-    KeyHandler,
-    ScopedBody,
-)
-from powercontext.server.routes import ServerState
+from powercontext.server.mcp_tools import INSTRUCTIONS, MEMORY_TOOLS
+from powercontext.server.state import ServerState
 
 log = logging.getLogger("powercontext.mcp")
 
@@ -170,15 +165,7 @@ class McpTools:
         try:
             grant = self._grant(ctx)
             body = tool.request.model_validate(params.arguments or {})
-            runtime = self._state.runtime
-            assert runtime is not None, "the lifespan opens the runtime before serving"
-            if not tool.scoped:
-                result = await cast(KeyHandler, tool.handler)(runtime, grant)
-            else:
-                scope_id = cast(ScopedBody, body).scope_id  # every scoped request has one
-                grant.require(scope_id)
-                handler = cast(Handler, tool.handler)
-                result = await handler(runtime.memory.for_scope(scope_id), body)
+            result = await perform(tool.operation, Call(grant, self._state), body)
         except ValidationError as exc:
             return _validation_error(exc)
         except PowerContextError as exc:

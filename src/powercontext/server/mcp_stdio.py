@@ -13,7 +13,7 @@ from powercontext.server.capability import log_search_capability
 from powercontext.server.logs import configure_logging
 from powercontext.server.mcp import McpTools
 from powercontext.server.metrics import ServerMetrics
-from powercontext.server.routes import ServerState
+from powercontext.server.state import ServerState
 
 
 def serve_mcp_stdio(settings: ServerSettings | None = None, api_key: str | None = None) -> None:

@@ -12,10 +12,11 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from powercontext.memory.errors import MemoryValidationError, RevisionConflictError
 from powercontext.memory.models import MemoryChange
-from powercontext.memory.ports import PlannedChange, StoredVersion, Vector
+from powercontext.memory.ports import NewVersion, PlannedChange, StoredVersion, Vector
 
 _CARRIES_NEW = {"add": True, "revise": True, "reactivate": True, "retire": False}
 _RETIRES = {"add": False, "revise": True, "reactivate": False, "retire": True}
@@ -52,6 +53,27 @@ def validate_plan(changes: Sequence[PlannedChange]) -> None:
             )
         if change.new is not None and change.new.version < 1:
             raise MemoryValidationError(f"change {index}: version must be >= 1")
+
+
+def query_array(query: Vector) -> npt.NDArray[np.float32]:
+    """The query vector as float32, refused unless it is a finite 1-D array."""
+    vector = np.asarray(query, dtype=np.float32)
+    if vector.ndim != 1 or not np.all(np.isfinite(vector)):
+        raise MemoryValidationError("the query vector must be a finite 1-D array")
+    return vector
+
+
+def version_fields(new: NewVersion) -> tuple[str, str, int, str, str, str]:
+    """entry_id, entry_version_id, version, kind, text and encoded metadata: the columns of
+    a new version both backends store alike."""
+    return (
+        new.entry_id,
+        new.entry_version_id,
+        new.version,
+        new.kind,
+        new.text,
+        encode_metadata(new.metadata),
+    )
 
 
 def encode_metadata(metadata: dict[str, object]) -> str:

@@ -1,4 +1,5 @@
-"""The search pipeline, one pure stage a module.
+"""Query time: the search pipeline, one pure stage a module.
 
-analyze -> modes -> admission -> fusion -> ranks; `memory/searching.py` wires them.
+analyze -> modes -> channels (storage) -> admission -> fusion -> participants -> rerank_trace
+-> ranks; `pipeline.SearchPipeline` wires them. Write time lives in `memory/indexing/`.
 """

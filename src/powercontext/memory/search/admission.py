@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from powercontext.memory.models import Channel
 from powercontext.memory.ports import FtsCandidate, VectorCandidate
 from powercontext.memory.search.fields import matched_terms
 
@@ -18,13 +20,35 @@ def required_fts_terms(term_count: int) -> int:
     return max(2, math.ceil(0.25 * term_count))
 
 
-def admit_fts(candidates: Sequence[FtsCandidate], terms: Sequence[str]) -> list[int]:
+@dataclass(frozen=True, slots=True)
+class Admission:
+    fts_found: list[FtsCandidate]
+    """The full-text candidates above the request's `min_score` floor, in channel order: later
+    stages (explain, participants) see only these."""
+    vector_found: list[VectorCandidate]
+    keys: dict[Channel, list[int]]
+    """The admitted keys of each channel, in channel order."""
+
+
+def admit(
+    fts_found: Sequence[FtsCandidate],
+    vector_found: Sequence[VectorCandidate],
+    terms: Sequence[str],
+    *,
+    min_similarity: float = DEFAULT_MIN_SIMILARITY,
+    min_score: float | None = None,
+) -> Admission:
+    """Full text: at least `required_fts_terms` distinct query terms matched (any field) and
+    a BM25 score >= `min_score` when one is set; vector: cosine >= `min_similarity` (NaN never
+    passes)."""
+    floored = [c for c in fts_found if min_score is None or c.score >= min_score]
     distinct = frozenset(terms)
     need = required_fts_terms(len(distinct))
-    return [c.key for c in candidates if matched_terms(distinct, c.tokens) >= need]
-
-
-def admit_vector(
-    candidates: Sequence[VectorCandidate], min_similarity: float = DEFAULT_MIN_SIMILARITY
-) -> list[int]:
-    return [c.key for c in candidates if c.similarity >= min_similarity]
+    return Admission(
+        fts_found=floored,
+        vector_found=list(vector_found),
+        keys={
+            "fts": [c.key for c in floored if matched_terms(distinct, c.tokens) >= need],
+            "vector": [c.key for c in vector_found if c.similarity >= min_similarity],
+        },
+    )

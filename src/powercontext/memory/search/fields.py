@@ -40,16 +40,6 @@ def own_length(tokens: Iterable[str]) -> int:
     return sum(1 for token in tokens if not token.startswith(PREFIXES))
 
 
-def expand(term: str, weights: FieldWeights) -> list[tuple[str, float]]:
-    """The indexed tokens a query term matches, each with its field weight."""
-    expanded = [(term, 1.0)]
-    if weights.context > 0:
-        expanded.append((CONTEXT_PREFIX + term, weights.context))
-    if weights.speaker > 0:
-        expanded.append((SPEAKER_PREFIX + term, weights.speaker))
-    return expanded
-
-
 def matched_terms(terms: frozenset[str], tokens: frozenset[str]) -> int:
     """How many distinct query terms the entry matches, in any field."""
     return sum(

@@ -7,40 +7,36 @@ CJK grams included, and query syntax characters are inert.
 
 Ranking. PostgreSQL's ts_rank and ts_rank_cd know no document frequency, so a query such as
 "what did the team decide" would rank documents full of "the" and "what" first. The score is
-BM25 with binary term frequency (memory entries are short; a term rarely repeats):
-
-    score(d) = F(|d|) * sum of idf(t) over query terms t in d
-    idf(t)   = ln(1 + (N - df_t + 0.5) / (df_t + 0.5))
-    F(|d|)   = (k1 + 1) / (1 + k1 * (1 - b + b * |d| / avg|d|))
-
-with |d| the document's distinct lexemes and N, df_t, avg|d| taken over the versions active
-at the head (`scopes`, `term_stats`), like SQLite's FTS5 statistics span the whole table.
+search.bm25's BM25F, the SQLite channel's formula, written in SQL: each version stores its own
+and context lengths (`own_length`, `context_length`) and the counts of its tokens that repeat
+(`term_counts`, null when none does; a lexeme in `tokens` but not there occurs once). N, df_t
+and the average lengths are taken over the versions active at the head (`scopes`,
+`term_stats`).
 
 Scoring every document that shares any common word is what makes full-text search slow at a
 million entries, so the search runs MaxScore-style in up to two passes: first over the
 documents containing one of the rarest terms (a bounded number of rows), each scored with
-all terms; a document without any of those terms scores at most F_max times the other terms'
-idf sum, and when the first pass's limit-th score beats that bound its order is final.
-Otherwise the second pass matches on every term except the commonest ones whose combined bound
-stays below that limit-th score (often "the", "what", ...), scoring with all of them again.
-Both passes give exactly the order a full scan would.
+all terms; a document without any of those terms scores at most bm25.MAX_SATURATION times the
+other terms' idf sum, and when the first pass's limit-th score beats that bound its order is
+final. Otherwise the second pass matches on every term except the commonest ones whose
+combined bound stays below that limit-th score (often "the", "what", ...), scoring with all of
+them again. Both passes give exactly the order a full scan would.
 """
 
 from __future__ import annotations
 
-import math
+import json
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from psycopg import sql
 
 from powercontext.memory.filters import MemoryFilter
+from powercontext.memory.search import bm25
+from powercontext.memory.search.fields import CONTEXT_PREFIX, FieldWeights, own_length
 from powercontext.storage.filter_sql import filter_sql
 
-K1 = 1.2
-B = 0.75
-F_MAX = (K1 + 1) / (1 + K1 * (1 - B))
-"""The largest length factor (a document with no lexemes)."""
 MAX_SCORED_TERMS = 64
 """Queries longer than this are matched and scored by their rarest 64 distinct terms."""
 FIRST_PASS_DF_BUDGET = 4096
@@ -84,55 +80,105 @@ def term_query(terms: Iterable[str]) -> str:
     return " | ".join(quote_lexeme(term) for term in terms)
 
 
-def idf(df: int, total: int) -> float:
-    total = max(total, df)
-    return math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+@dataclass(frozen=True, slots=True)
+class IndexedText:
+    """What one version's index tokens become in its row."""
+
+    literal: str
+    lexemes: list[str]
+    own_length: int
+    context_length: int
+    term_counts: str | None
+    """JSON of the lexemes that occur more than once and their counts; None when none does."""
+
+
+def indexed_text(index_tokens: str) -> IndexedText:
+    literal, lexemes = tsvector_literal(index_tokens)
+    tokens = index_tokens.split()
+    repeats = {term: n for term, n in Counter(clean_terms_all(tokens)).items() if n > 1}
+    return IndexedText(
+        literal=literal,
+        lexemes=lexemes,
+        own_length=own_length(tokens),
+        context_length=sum(1 for token in tokens if token.startswith(CONTEXT_PREFIX)),
+        term_counts=json.dumps(repeats, ensure_ascii=False) if repeats else None,
+    )
+
+
+def clean_terms_all(tokens: Iterable[str]) -> list[str]:
+    """Every usable token, repeats kept."""
+    return [t for t in map(_clean, tokens) if t]
 
 
 @dataclass(frozen=True, slots=True)
 class RankPlan:
     terms: tuple[str, ...]
-    """Distinct usable terms, rarest first, at most MAX_SCORED_TERMS."""
+    """Distinct usable query terms, rarest first, at most MAX_SCORED_TERMS."""
     weights: tuple[float, ...]
+    """Each term's idf."""
+    fields: tuple[bm25.Field, ...]
     first_pass: int
     """How many of the rarest terms the first pass matches on."""
-    average_length: float
+    own_average: float
+    context_average: float
+
+    def lexemes(self, terms: int) -> list[str]:
+        """The indexed lexemes (every scored field) of the first `terms` terms."""
+        return [field.prefix + term for term in self.terms[:terms] for field in self.fields]
 
 
 def plan_ranking(
     terms: Sequence[str],
     frequencies: Mapping[str, int],
     total: int,
-    lexeme_total: int,
-    fields: Mapping[str, tuple[str, float]] | None = None,
+    own_total: int,
+    context_total: int,
+    fields: FieldWeights | None = None,
 ) -> RankPlan | None:
-    """`fields` maps a field lexeme (`_word`, `@word`) to its query term and field weight: it
-    scores field weight x the term's idf (the idf of entries whose own text holds it)."""
-    distinct = clean_terms(terms)
+    """`frequencies` holds the df of each field lexeme (`word`, `_word`, `@word`)."""
+    scored = bm25.scored_fields(fields or FieldWeights())
+    distinct = [t for t in clean_terms(terms) if all(_clean(f.prefix + t) for f in scored)]
     if not distinct:
         return None
+
+    def field_dfs(term: str) -> list[int]:
+        return [frequencies.get(field.prefix + term, 0) for field in scored]
+
+    dfs = {term: bm25.term_df(field_dfs(term)) for term in distinct}
     # Rarest first; ties keep the query's order so the plan is deterministic.
-    ranked = sorted(distinct, key=lambda t: frequencies.get(t, 0))[:MAX_SCORED_TERMS]
-    fields = fields or {}
-
-    def weight(lexeme: str) -> float:
-        base, scale = fields.get(lexeme, (lexeme, 1.0))
-        return scale * idf(frequencies.get(base, 0) or frequencies.get(lexeme, 0), total)
-
-    weights = tuple(weight(t) for t in ranked)
+    ranked = sorted(distinct, key=lambda t: dfs[t])[:MAX_SCORED_TERMS]
     first, budget = 0, 0
     for term in ranked:
-        budget += frequencies.get(term, 0)
+        budget += sum(field_dfs(term))
         if first and budget > FIRST_PASS_DF_BUDGET:
             break
         first += 1
-    average = lexeme_total / total if total > 0 and lexeme_total > 0 else 1.0
     return RankPlan(
         terms=tuple(ranked),
-        weights=weights,
+        weights=tuple(bm25.idf(dfs[t], total) for t in ranked),
+        fields=scored,
         first_pass=first,
-        average_length=average,
+        own_average=bm25.average_length(own_total, total),
+        context_average=bm25.average_length(context_total, total),
     )
+
+
+_NORMS = {"own": sql.SQL("n_own"), "context": sql.SQL("n_context")}
+
+
+def _tilde(plan: RankPlan, term: str, params: list[object]) -> sql.Composable:
+    """tf~ of one term (bm25.weighted_tf summed over the fields), in SQL."""
+    parts: list[sql.Composable] = []
+    for field in plan.fields:
+        lexeme = field.prefix + term
+        params.extend((quote_lexeme(lexeme), lexeme, field.weight))
+        part = sql.SQL(
+            "(CASE WHEN tokens @@ %s::tsquery"
+            " THEN coalesce((term_counts ->> %s)::float8, 1) ELSE 0 END * %s::float8)"
+        )
+        norm = None if field.norm is None else _NORMS[field.norm]
+        parts.append(part if norm is None else sql.SQL("{} / {}").format(part, norm))
+    return sql.SQL("(") + sql.SQL(" + ").join(parts) + sql.SQL(")")
 
 
 def ranking_query(
@@ -144,26 +190,40 @@ def ranking_query(
     where: MemoryFilter | None = None,
 ) -> tuple[sql.Composed, list[object]]:
     """The candidates query and its parameters: it matches versions active at `revision` that
-    contain one of the first `match_terms` terms and scores them with all of the plan's."""
+    contain one of the first `match_terms` terms (in any field) and scores them with all of
+    the plan's. OFFSET 0 keeps each tf~ computed once, not once per use."""
     clause, filter_params = filter_sql(where, "postgres")
-    cases = sql.SQL(" + ").join(
-        sql.SQL("(CASE WHEN tokens @@ %s::tsquery THEN %s::float8 ELSE 0 END)") for _ in plan.terms
+    # Parameters in the order their placeholders appear: scores, tf~, norms, match, limit.
+    params: list[object] = []
+    for weight in plan.weights:
+        params.extend((weight, bm25.K1 + 1.0, bm25.K1))
+    saturated = sql.SQL(" + ").join(
+        sql.SQL("(%s::float8 * t{i} * %s::float8 / (t{i} + %s::float8))").format(i=sql.Literal(i))
+        for i in range(len(plan.terms))
+    )
+    tildes = sql.SQL(", ").join(
+        [
+            sql.SQL("{} AS t{}").format(_tilde(plan, term, params), sql.Literal(i))
+            for i, term in enumerate(plan.terms)
+        ]
     )
     query = sql.SQL(
         "SELECT key, score, tsvector_to_array(tokens) FROM ("
-        " SELECT key, tokens, ({cases}) * (%s::float8 / (1 + %s::float8 * (1 - %s::float8"
-        " + %s::float8 * length(tokens) / %s::float8))) AS score"
-        " FROM entry_versions"
-        " WHERE scope_id = %s AND tokens @@ %s::tsquery AND added_revision <= %s"
-        " AND (removed_revision IS NULL OR removed_revision > %s){clause}"
-        " ORDER BY score DESC, key LIMIT %s"
+        " SELECT key, tokens, ({saturated}) AS score FROM ("
+        "  SELECT key, tokens, {tildes} FROM ("
+        "   SELECT key, tokens, term_counts,"
+        "   %s::float8 - %s::float8 + %s::float8 * own_length / %s::float8 AS n_own,"
+        "   %s::float8 - %s::float8 + %s::float8 * context_length / %s::float8 AS n_context"
+        "   FROM entry_versions"
+        "   WHERE scope_id = %s AND tokens @@ %s::tsquery AND added_revision <= %s"
+        "   AND (removed_revision IS NULL OR removed_revision > %s){clause} OFFSET 0"
+        "  ) normed OFFSET 0"
+        " ) tilded ORDER BY score DESC, key LIMIT %s"
         ") ranked ORDER BY score DESC, key"
-    ).format(cases=cases, clause=sql.SQL(clause))
-    params: list[object] = []
-    for term, weight in zip(plan.terms, plan.weights, strict=True):
-        params.extend((quote_lexeme(term), weight))
-    params.extend((K1 + 1, K1, B, B, plan.average_length))
-    params.extend((scope_id, term_query(plan.terms[:match_terms]), revision, revision))
+    ).format(saturated=saturated, tildes=tildes, clause=sql.SQL(clause))
+    params.extend((1.0, bm25.B, bm25.B, plan.own_average))
+    params.extend((1.0, bm25.B, bm25.B, plan.context_average))
+    params.extend((scope_id, term_query(plan.lexemes(match_terms)), revision, revision))
     params.extend((*filter_params, limit))
     return query, params
 
@@ -172,10 +232,10 @@ def terms_to_match(plan: RankPlan, scores: Sequence[float], limit: int) -> int:
     """How many of the rarest terms a pass must match on so that no document it skips could
     enter the top `limit`, given the scores a pass over the first `plan.first_pass` found.
 
-    A document containing only the commonest terms scores at most F_MAX times their idf sum;
-    those terms can be left out of the match while that bound stays below the limit-th score
-    found so far (a real document's exact score, so a lower bound of the final one). When the
-    answer is `plan.first_pass`, the first pass was final.
+    A document containing only the commonest terms scores at most bm25.MAX_SATURATION times
+    their idf sum; those terms can be left out of the match while that bound stays below the
+    limit-th score found so far (a real document's exact score, so a lower bound of the final
+    one). When the answer is `plan.first_pass`, the first pass was final.
     """
     if len(scores) < limit:
         return len(plan.terms)  # the skipped documents may be needed to fill the limit
@@ -183,7 +243,7 @@ def terms_to_match(plan: RankPlan, scores: Sequence[float], limit: int) -> int:
     margin = 1e-9 * max(1.0, threshold)  # float sums in SQL and here may differ in the last bit
     keep, bound = len(plan.terms), 0.0
     while keep > plan.first_pass:
-        widened = bound + F_MAX * plan.weights[keep - 1]
+        widened = bound + bm25.MAX_SATURATION * plan.weights[keep - 1]
         if widened + margin >= threshold:
             break
         keep, bound = keep - 1, widened

@@ -154,7 +154,45 @@ _V3 = (
     """,
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
+# Issue 23: the SQLite channel's BM25F (search.bm25) needs each version's field lengths and the
+# counts of its repeated tokens, and each scope's length totals over its active versions.
+# The backfill derives lengths from the stored lexemes, which keep no counts: exact for
+# versions without a repeated token; `powercontext reindex --rebuild` makes every row exact.
+_V_BM25 = (
+    """
+    ALTER TABLE entry_versions
+        ADD COLUMN own_length integer NOT NULL DEFAULT 0 CHECK (own_length >= 0),
+        ADD COLUMN context_length integer NOT NULL DEFAULT 0 CHECK (context_length >= 0),
+        ADD COLUMN term_counts jsonb
+    """,
+    """
+    ALTER TABLE scopes
+        ADD COLUMN own_length_total bigint NOT NULL DEFAULT 0 CHECK (own_length_total >= 0),
+        ADD COLUMN context_length_total bigint NOT NULL DEFAULT 0
+            CHECK (context_length_total >= 0)
+    """,
+    """
+    UPDATE entry_versions v SET own_length = l.own, context_length = l.context
+    FROM (
+        SELECT scope_id, key,
+            count(*) FILTER (WHERE left(lexeme, 1) NOT IN ('_', '@')) AS own,
+            count(*) FILTER (WHERE left(lexeme, 1) = '_') AS context
+        FROM entry_versions, unnest(tsvector_to_array(tokens)) AS lexeme
+        GROUP BY scope_id, key
+    ) l
+    WHERE v.scope_id = l.scope_id AND v.key = l.key
+    """,
+    """
+    UPDATE scopes s SET own_length_total = t.own, context_length_total = t.context
+    FROM (
+        SELECT scope_id, sum(own_length) AS own, sum(context_length) AS context
+        FROM entry_versions WHERE removed_revision IS NULL GROUP BY scope_id
+    ) t
+    WHERE s.scope_id = t.scope_id
+    """,
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V_BM25)
 """MIGRATIONS[i] brings the schema from version i to version i + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -32,8 +32,9 @@ from powercontext.memory.ports import (
     Vector,
     VectorCandidate,
 )
-from powercontext.memory.search.fields import FieldWeights, expand
-from powercontext.storage.common import unit_vectors, validate_plan
+from powercontext.memory.search import bm25
+from powercontext.memory.search.fields import FieldWeights
+from powercontext.storage.common import query_array, unit_vectors, validate_plan
 from powercontext.storage.filter_sql import filter_sql
 from powercontext.storage.postgres import fulltext, reads, vectors, writes
 from powercontext.storage.postgres.connection import PostgresOptions, connect, split_url
@@ -226,17 +227,16 @@ class PostgresMemoryStore:
         base = fulltext.clean_terms(str(term) for term in terms)
         if not base or limit <= 0:
             return []
-        # Each query term also matches its neighbour and speaker fields (search.fields), with
-        # binary term frequency like the own field; |d| counts the lexemes of every field.
-        expanded = {
-            lexeme: (term, scale)
-            for term in base
-            for lexeme, scale in expand(term, fields or FieldWeights())
-        }
-        wanted = fulltext.clean_terms(expanded)
+        # Each query term is scored over its own, neighbour and speaker fields (search.bm25).
+        weights = fields or FieldWeights()
+        wanted = fulltext.clean_terms(
+            f.prefix + term for term in base for f in bm25.scored_fields(weights)
+        )
         async with self._connection("searching the full-text index") as conn:
             cur = await conn.execute(
-                "SELECT active_count, lexeme_total FROM scopes WHERE scope_id = %s", (scope_id,)
+                "SELECT active_count, own_length_total, context_length_total FROM scopes "
+                "WHERE scope_id = %s",
+                (scope_id,),
             )
             scope = await cur.fetchone()
             if scope is None:
@@ -247,7 +247,7 @@ class PostgresMemoryStore:
             )
             frequencies = {row[0]: int(row[1]) for row in await cur.fetchall()}
             plan = fulltext.plan_ranking(
-                wanted, frequencies, int(scope[0]), int(scope[1]), expanded
+                base, frequencies, int(scope[0]), int(scope[1]), int(scope[2]), weights
             )
             if plan is None:
                 return []
@@ -285,31 +285,10 @@ class PostgresMemoryStore:
         *,
         limit: int,
         where: MemoryFilter | None = None,
+        exact: bool = False,
     ) -> list[VectorCandidate]:
-        return await self._nearest(
-            scope_id, revision, profile_id, query, limit, exact=False, where=where
-        )
-
-    async def exact_vector_candidates(
-        self, scope_id: str, revision: int, profile_id: str, query: Vector, *, limit: int
-    ) -> list[VectorCandidate]:
-        """vector_candidates by exhaustive comparison, never an index (benchmarks, tests)."""
-        return await self._nearest(scope_id, revision, profile_id, query, limit, exact=True)
-
-    async def _nearest(
-        self,
-        scope_id: str,
-        revision: int,
-        profile_id: str,
-        query: Vector,
-        limit: int,
-        *,
-        exact: bool,
-        where: MemoryFilter | None = None,
-    ) -> list[VectorCandidate]:
-        vector = np.asarray(query, dtype=np.float32)
-        if vector.ndim != 1 or not np.all(np.isfinite(vector)):
-            raise MemoryValidationError("the query vector must be a finite 1-D array")
+        """`exact` compares exhaustively, never through the index (benchmarks, tests)."""
+        vector = query_array(query)
         norm = float(np.linalg.norm(vector))
         if limit <= 0 or norm == 0.0:
             return []  # a zero vector has no direction: nothing is near it

@@ -13,19 +13,36 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 
 from powercontext.memory.errors import MemoryValidationError, NotFoundError
 from powercontext.memory.ports import CommitResult, IdempotencyClaim, NewVersion, PlannedChange
-from powercontext.storage.common import conflict, encode_metadata
-from powercontext.storage.postgres.fulltext import tsvector_literal
+from powercontext.storage.common import conflict, version_fields
+from powercontext.storage.postgres.fulltext import indexed_text
 
 _VERSION_COLUMNS = (
     "scope_id, key, entry_id, entry_version_id, version, kind, text, metadata, created_at, "
-    "added_revision, tokens, thread, occurred_at"
+    "added_revision, tokens, thread, occurred_at, own_length, context_length, term_counts"
 )
+
+
+class Retired(NamedTuple):
+    entry_id: str
+    lexemes: list[str]
+    own_length: int
+    context_length: int
+
+
+class Lengths(NamedTuple):
+    """Changes of a scope's statistics over its versions active at the head."""
+
+    lexemes: Counter[str]
+    """Document frequency gained (or lost, negative) per lexeme."""
+    own: int = 0
+    context: int = 0
 
 
 async def current_head(conn: AsyncConnection[TupleRow], scope_id: str) -> int | None:
@@ -36,13 +53,13 @@ async def current_head(conn: AsyncConnection[TupleRow], scope_id: str) -> int | 
 
 async def _swap_head(
     conn: AsyncConnection[TupleRow], scope_id: str, expected: int | None
-) -> tuple[int, datetime, int, int]:
-    """revision, commit time, active count and lexeme total at the old head."""
+) -> tuple[int, datetime, int]:
+    """revision, commit time and active count at the old head."""
     if expected is None:
         cur = await conn.execute(
             "INSERT INTO scopes (scope_id, head_revision, active_count, lexeme_total, created_at)"
             " VALUES (%s, 1, 0, 0, clock_timestamp()) "
-            "ON CONFLICT (scope_id) DO NOTHING RETURNING created_at, 0, 0",
+            "ON CONFLICT (scope_id) DO NOTHING RETURNING created_at, 0",
             (scope_id,),
         )
     else:
@@ -50,7 +67,7 @@ async def _swap_head(
         cur = await conn.execute(
             "UPDATE scopes SET head_revision = head_revision + 1 "
             "WHERE scope_id = %s AND head_revision = %s "
-            "RETURNING clock_timestamp(), active_count, lexeme_total",
+            "RETURNING clock_timestamp(), active_count",
             (scope_id, expected),
         )
     row = await cur.fetchone()
@@ -61,7 +78,7 @@ async def _swap_head(
             expected,
             actual,
         )
-    return (expected or 0) + 1, row[0], int(row[1]), int(row[2])
+    return (expected or 0) + 1, row[0], int(row[1])
 
 
 async def _draw_keys(conn: AsyncConnection[TupleRow], count: int) -> list[int]:
@@ -80,8 +97,9 @@ async def _retire(
     revision: int,
     previous_ids: list[str],
     expected: int | None,
-) -> dict[str, tuple[str, list[str]]]:
-    """Close the versions' intervals; entry_id and lexemes of each. All must still be active."""
+) -> dict[str, Retired]:
+    """Close the versions' intervals; entry_id, lexemes and lengths of each. All must still be
+    active."""
     if not previous_ids:
         return {}
     if len(set(previous_ids)) != len(previous_ids):
@@ -89,10 +107,14 @@ async def _retire(
     cur = await conn.execute(
         "UPDATE entry_versions SET removed_revision = %s "
         "WHERE scope_id = %s AND entry_version_id = ANY(%s::text[]) AND removed_revision IS NULL "
-        "RETURNING entry_version_id, entry_id, tsvector_to_array(tokens)",
+        "RETURNING entry_version_id, entry_id, tsvector_to_array(tokens), own_length, "
+        "context_length",
         (revision, scope_id, previous_ids),
     )
-    retired = {row[0]: (row[1], list(row[2])) for row in await cur.fetchall()}
+    retired = {
+        row[0]: Retired(row[1], list(row[2]), int(row[3]), int(row[4]))
+        for row in await cur.fetchall()
+    }
     gone = [version_id for version_id in previous_ids if version_id not in retired]
     if gone:
         raise conflict(
@@ -107,35 +129,36 @@ async def _copy_versions(
     revision: int,
     created_at: datetime,
     news: list[NewVersion],
-) -> tuple[tuple[int, ...], Counter[str]]:
-    """COPY the new versions; their keys and the document frequency each lexeme gains."""
+) -> tuple[tuple[int, ...], Lengths]:
+    """COPY the new versions; their keys and the statistics they add."""
     keys = tuple(await _draw_keys(conn, len(news)))
     gained: Counter[str] = Counter()
+    own = context = 0
     if not news:
-        return keys, gained
+        return keys, Lengths(gained)
     cur = conn.cursor()
     async with cur.copy(f"COPY entry_versions ({_VERSION_COLUMNS}) FROM STDIN") as copy:
         for key, new in zip(keys, news, strict=True):
-            literal, lexemes = tsvector_literal(new.index_tokens)
-            gained.update(lexemes)
+            indexed = indexed_text(new.index_tokens)
+            gained.update(indexed.lexemes)
+            own += indexed.own_length
+            context += indexed.context_length
             await copy.write_row(
                 (
                     scope_id,
                     key,
-                    new.entry_id,
-                    new.entry_version_id,
-                    new.version,
-                    new.kind,
-                    new.text,
-                    encode_metadata(new.metadata),
+                    *version_fields(new),
                     created_at,
                     revision,
-                    literal,
+                    indexed.literal,
                     new.thread,
                     new.occurred_at,
+                    indexed.own_length,
+                    indexed.context_length,
+                    indexed.term_counts,
                 )
             )
-    return keys, gained
+    return keys, Lengths(gained, own, context)
 
 
 async def _copy_changes(
@@ -144,7 +167,7 @@ async def _copy_changes(
     revision: int,
     created_at: datetime,
     changes: Sequence[PlannedChange],
-    retired: dict[str, tuple[str, list[str]]],
+    retired: dict[str, Retired],
 ) -> None:
     cur = conn.cursor()
     async with cur.copy(
@@ -157,7 +180,7 @@ async def _copy_changes(
                 entry_id, version_id = change.new.entry_id, change.new.entry_version_id
             else:
                 assert previous is not None
-                entry_id, version_id = retired[previous][0], previous
+                entry_id, version_id = retired[previous].entry_id, previous
             await copy.write_row(
                 (
                     scope_id,
@@ -173,9 +196,22 @@ async def _copy_changes(
             )
 
 
-async def _update_term_stats(
-    conn: AsyncConnection[TupleRow], scope_id: str, delta: Counter[str]
+async def _update_statistics(
+    conn: AsyncConnection[TupleRow],
+    scope_id: str,
+    change: Lengths,
+    active_count: int | None = None,
 ) -> None:
+    """Apply `change` to `term_stats`, `lexeme_total` and the field length totals (and set
+    the active count, when given)."""
+    delta = change.lexemes
+    await conn.execute(
+        "UPDATE scopes SET active_count = coalesce(%s, active_count), "
+        "lexeme_total = greatest(lexeme_total + %s, 0), "
+        "own_length_total = greatest(own_length_total + %s, 0), "
+        "context_length_total = greatest(context_length_total + %s, 0) WHERE scope_id = %s",
+        (active_count, sum(delta.values()), change.own, change.context, scope_id),
+    )
     gained = sorted(term for term, count in delta.items() if count > 0)
     lost = sorted(term for term, count in delta.items() if count < 0)
     if gained:
@@ -197,39 +233,47 @@ async def _update_term_stats(
 async def rewrite_tokens(
     conn: AsyncConnection[TupleRow], scope_id: str, items: Sequence[tuple[int, str]]
 ) -> None:
-    """New derived tokens for stored versions, with `term_stats` and `lexeme_total` kept equal
-    to what the versions active at the head hold. The scope row's lock orders this against
-    commits of the same scope."""
+    """New derived tokens for stored versions, with `term_stats` and the scope's totals kept
+    equal to what the versions active at the head hold. The scope row's lock orders this
+    against commits of the same scope."""
     wanted = sorted({key for key, _ in items})
     async with conn.transaction():
         await conn.execute("SELECT 1 FROM scopes WHERE scope_id = %s FOR UPDATE", (scope_id,))
         cur = await conn.execute(
-            "SELECT key, removed_revision IS NULL, tsvector_to_array(tokens) FROM entry_versions "
-            "WHERE scope_id = %s AND key = ANY(%s::bigint[])",
+            "SELECT key, removed_revision IS NULL, tsvector_to_array(tokens), own_length, "
+            "context_length FROM entry_versions WHERE scope_id = %s AND key = ANY(%s::bigint[])",
             (scope_id, wanted),
         )
         old = {
-            int(key): (bool(active), list(lexemes)) for key, active, lexemes in await cur.fetchall()
+            int(key): (bool(active), list(lexemes), int(own), int(context))
+            for key, active, lexemes, own, context in await cur.fetchall()
         }
         missing = [key for key in wanted if key not in old]
         if missing:
             raise NotFoundError(f"scope {scope_id!r} has no entry versions with keys {missing[:5]}")
         delta: Counter[str] = Counter()
+        own = context = 0
         for key, tokens in dict(items).items():
-            literal, lexemes = tsvector_literal(tokens)
-            active, before = old[key]
+            indexed = indexed_text(tokens)
+            active, before, own_before, context_before = old[key]
             await conn.execute(
-                "UPDATE entry_versions SET tokens = %s::tsvector WHERE scope_id = %s AND key = %s",
-                (literal, scope_id, key),
+                "UPDATE entry_versions SET tokens = %s::tsvector, own_length = %s, "
+                "context_length = %s, term_counts = %s::jsonb WHERE scope_id = %s AND key = %s",
+                (
+                    indexed.literal,
+                    indexed.own_length,
+                    indexed.context_length,
+                    indexed.term_counts,
+                    scope_id,
+                    key,
+                ),
             )
             if active:
-                delta.update(lexemes)
+                delta.update(indexed.lexemes)
                 delta.subtract(before)
-        await _update_term_stats(conn, scope_id, delta)
-        await conn.execute(
-            "UPDATE scopes SET lexeme_total = greatest(lexeme_total + %s, 0) WHERE scope_id = %s",
-            (sum(delta.values()), scope_id),
-        )
+                own += indexed.own_length - own_before
+                context += indexed.context_length - context_before
+        await _update_statistics(conn, scope_id, Lengths(delta, own, context))
 
 
 async def commit(
@@ -245,12 +289,17 @@ async def commit(
     news = [change.new for change in changes if change.new is not None]
     previous_ids = [c.previous_entry_version_id for c in changes if c.previous_entry_version_id]
     async with conn.transaction():
-        revision, created_at, active, lexemes = await _swap_head(conn, scope_id, expected)
+        revision, created_at, active = await _swap_head(conn, scope_id, expected)
         retired = await _retire(conn, scope_id, revision, previous_ids, expected)
         for change in changes:
             previous = change.previous_entry_version_id
             new = change.new
-            if change.op == "revise" and new and previous and retired[previous][0] != new.entry_id:
+            if (
+                change.op == "revise"
+                and new
+                and previous
+                and retired[previous].entry_id != new.entry_id
+            ):
                 raise MemoryValidationError(
                     f"revise of entry {new.entry_id!r} names a version of another entry"
                 )
@@ -260,17 +309,16 @@ async def commit(
             "VALUES (%s, %s, %s, %s, %s)",
             (scope_id, revision, created_at, active_count, len(changes)),
         )
-        keys, delta = await _copy_versions(conn, scope_id, revision, created_at, news)
+        keys, added = await _copy_versions(conn, scope_id, revision, created_at, news)
         await _copy_changes(conn, scope_id, revision, created_at, changes, retired)
-        lexeme_change = sum(delta.values())
-        for _, lost in retired.values():
-            delta.subtract(lost)
-            lexeme_change -= len(lost)
-        await _update_term_stats(conn, scope_id, delta)
-        await conn.execute(
-            "UPDATE scopes SET active_count = %s, lexeme_total = %s WHERE scope_id = %s",
-            (active_count, max(lexemes + lexeme_change, 0), scope_id),
+        for gone in retired.values():
+            added.lexemes.subtract(gone.lexemes)
+        statistics = Lengths(
+            added.lexemes,
+            added.own - sum(gone.own_length for gone in retired.values()),
+            added.context - sum(gone.context_length for gone in retired.values()),
         )
+        await _update_statistics(conn, scope_id, statistics, active_count)
         if idempotency is not None:
             await conn.execute(
                 "INSERT INTO idempotency_keys (scope_id, idempotency_key, body_hash, revision, "

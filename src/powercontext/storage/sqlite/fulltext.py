@@ -29,7 +29,6 @@ is BM25-like and stable, while the revision mask decides exactly which versions 
 
 from __future__ import annotations
 
-import math
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -39,16 +38,10 @@ import numpy as np
 import numpy.typing as npt
 
 from powercontext.memory.ports import FtsCandidate
-from powercontext.memory.search.fields import (
-    CONTEXT_PREFIX,
-    SPEAKER_PREFIX,
-    FieldWeights,
-    own_length,
-)
+from powercontext.memory.search import bm25
+from powercontext.memory.search.fields import CONTEXT_PREFIX, FieldWeights, own_length
 from powercontext.storage.sqlite.vectors import NOT_REMOVED, grow
 
-K1 = 1.2
-B = 0.75
 _REPLAY_LIMIT = 1_000
 """Rewritten rows replayed one by one; beyond this (and a tenth of the scope) the cache is
 read afresh, since each replayed row scans its terms' postings."""
@@ -113,9 +106,11 @@ class ScopeTerms:
         self._rewritten: dict[int, npt.NDArray[np.int32]] = {}
         """Distinct term ids of rows whose tokens were rewritten after they were cached."""
         self._inactive: tuple[int, npt.NDArray[np.int64]] | None = None
-        self._norms: dict[str, npt.NDArray[np.float32]] = {}
+        # Norms, weights and scores are float64 (lengths and frequencies, small integers, are
+        # exact in float32): PostgreSQL scores in float8 and both must rank ties alike.
+        self._norms: dict[str, npt.NDArray[np.float64]] = {}
         self._weights: dict[
-            tuple[str, FieldWeights], tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]
+            tuple[str, FieldWeights], tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]
         ] = {}
 
     def refresh(self, conn: sqlite3.Connection) -> None:
@@ -325,7 +320,7 @@ class ScopeTerms:
             self._inactive = (revision, np.flatnonzero(~active))
         return self._inactive[1]
 
-    def _norm(self, field: str) -> npt.NDArray[np.float32]:
+    def _norm(self, field: str) -> npt.NDArray[np.float64]:
         """B_f of every row, computed once per change of the rows (like the term weights)."""
         norm = self._norms.get(field)
         if norm is None:
@@ -334,51 +329,45 @@ class ScopeTerms:
                 if field == "own"
                 else (self.context_lengths, self.context_total)
             )
-            average = total / self.size if self.size and total > 0 else 1.0
-            norm = (1.0 - B + B * lengths[: self.size] / average).astype(np.float32)
+            average = bm25.average_length(total, self.size)
+            norm = bm25.length_norm(lengths[: self.size].astype(np.float64), average).astype(
+                np.float64, copy=False
+            )
             self._norms[field] = norm
         return norm
 
     def _term_weights(
         self, term: str, fields: FieldWeights
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]] | None:
-        """BM25F contribution of `term` to each row holding it in any field, cached until rows
-        change: tf~ = tf_own / B_own + w_context * tf_context / B_context + w_speaker *
-        tf_speaker, then idf * tf~ (k1 + 1) / (k1 + tf~). idf counts entries whose own text
-        holds the term: a neighbour repeating it does not make it commoner."""
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]] | None:
+        """BM25F contribution of `term` to each row holding it in any field (search.bm25),
+        cached until rows change."""
         cached = self._weights.get((term, fields))
         if cached is not None:
             return cached
-        parts: list[tuple[_Postings, float, npt.NDArray[np.float32] | None]] = []
-        own = self.terms.get(term)
-        if own is not None:
-            parts.append((own, 1.0, self._norm("own")))
-        context = self.terms.get(CONTEXT_PREFIX + term) if fields.context > 0 else None
-        if context is not None:
-            context_norm = self._norm("context")
-            parts.append((context, fields.context, context_norm))
-        speaker = self.terms.get(SPEAKER_PREFIX + term) if fields.speaker > 0 else None
-        if speaker is not None:
-            parts.append((speaker, fields.speaker, None))
+        scored = bm25.scored_fields(fields)
+        found = [(field, self.terms.get(field.prefix + term)) for field in scored]
+        parts = [(field, postings) for field, postings in found if postings is not None]
         if not parts:
             return None
-        df = own.size if own is not None else parts[0][0].size
-        idf = math.log(1.0 + (self.size - df + 0.5) / (df + 0.5))
+        term_idf = bm25.idf(bm25.term_df([p.size if p else 0 for _, p in found]), self.size)
         rows_parts: list[npt.NDArray[np.int32]] = []
-        tf_parts: list[npt.NDArray[np.float32]] = []
-        for postings, weight, norm in parts:
+        tf_parts: list[npt.NDArray[np.float64]] = []
+        for field, postings in parts:
             field_rows = postings.rows[: postings.size]
-            tfs = postings.tfs[: postings.size] * np.float32(weight)
+            norm = None if field.norm is None else self._norm(field.norm)[field_rows]
+            tfs = bm25.weighted_tf(postings.tfs[: postings.size], field, norm)
             rows_parts.append(field_rows)
-            tf_parts.append(tfs if norm is None else tfs / norm[field_rows])
+            tf_parts.append(tfs.astype(np.float64, copy=False))
         rows: npt.NDArray[np.int32]
         if len(parts) == 1:
             rows, tilde = rows_parts[0], tf_parts[0]
         else:
             unique, inverse = np.unique(np.concatenate(rows_parts), return_inverse=True)
             rows = unique.astype(np.int32)
-            tilde = np.bincount(inverse, weights=np.concatenate(tf_parts)).astype(np.float32)
-        weights = (idf * tilde * (K1 + 1.0) / (tilde + K1)).astype(np.float32)
+            tilde = np.bincount(inverse, weights=np.concatenate(tf_parts)).astype(
+                np.float64, copy=False
+            )
+        weights = bm25.saturated(term_idf, tilde).astype(np.float64, copy=False)
         self._weights[(term, fields)] = (rows, weights)
         return rows, weights
 
@@ -395,7 +384,7 @@ class ScopeTerms:
         found = [w for t in dict.fromkeys(terms) if (w := self._term_weights(t, fields))]
         if not found or limit <= 0:
             return []
-        scores = np.zeros(self.size, dtype=np.float32)
+        scores = np.zeros(self.size, dtype=np.float64)
         for term_rows, weights in found:
             # A term's rows are distinct, so a fancy-indexed add never drops a repeat.
             scores[term_rows] += weights
@@ -409,6 +398,11 @@ class ScopeTerms:
         # match most of a scope, and the head usually has no inactive rows to mask.
         if limit < scores.shape[0]:
             rows = np.argpartition(-scores, limit - 1)[:limit]
+            # The partition picks any of the rows tied at the cut; ties go by key, so every
+            # row at the cut's score competes.
+            cut = scores[rows].min()
+            if cut > 0:
+                rows = np.union1d(rows[scores[rows] > cut], np.flatnonzero(scores == cut))
         else:
             rows = np.arange(scores.shape[0])
         rows = rows[scores[rows] > 0]
@@ -416,7 +410,7 @@ class ScopeTerms:
             return []
         candidates = scores[rows]
         keys = self.keys[rows]
-        order = np.lexsort((keys, -candidates))  # best first; ties by key
+        order = np.lexsort((keys, -candidates))[:limit]  # best first; ties by key
         return [
             FtsCandidate(
                 key=int(keys[i]), score=float(candidates[i]), tokens=self.tokens(int(rows[i]))
@@ -432,20 +426,6 @@ def _rows_of(keys: npt.NDArray[np.int64], wanted: npt.NDArray[np.int64]) -> npt.
     rows, wanted = rows[inside], wanted[inside]
     found: npt.NDArray[np.int64] = rows[keys[rows] == wanted]
     return found
-
-
-def fts_candidates(
-    index: ScopeTerms,
-    conn: sqlite3.Connection,
-    revision: int,
-    terms: Sequence[str],
-    limit: int,
-    fields: FieldWeights,
-    allowed: npt.NDArray[np.int64] | None = None,
-) -> list[FtsCandidate]:
-    with index.lock:
-        index.refresh(conn)
-        return index.search(revision, terms, limit, fields, allowed)
 
 
 class TermCache:

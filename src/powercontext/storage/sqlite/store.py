@@ -14,8 +14,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
-import numpy as np
-
 from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import MemoryChange
@@ -30,8 +28,8 @@ from powercontext.memory.ports import (
     VectorCandidate,
 )
 from powercontext.memory.search.fields import FieldWeights
-from powercontext.storage.common import validate_plan
-from powercontext.storage.sqlite import fulltext, reads, writes
+from powercontext.storage.common import query_array, validate_plan
+from powercontext.storage.sqlite import reads, writes
 from powercontext.storage.sqlite.ann import IndexOptions
 from powercontext.storage.sqlite.connections import ConnectionOptions, ConnectionPool
 from powercontext.storage.sqlite.filter_keys import Keys, SharedFilterScans
@@ -186,9 +184,9 @@ class SqliteMemoryStore:
         allowed = await self._filtered_keys(scope_id, revision, where)
 
         def work(conn: sqlite3.Connection) -> list[FtsCandidate]:
-            return fulltext.fts_candidates(
-                postings, conn, revision, wanted, limit, fields or FieldWeights(), allowed
-            )
+            with postings.lock:
+                postings.refresh(conn)
+                return postings.search(revision, wanted, limit, fields or FieldWeights(), allowed)
 
         return await self._read(work, "searching the full-text index")
 
@@ -202,9 +200,7 @@ class SqliteMemoryStore:
         limit: int,
         where: MemoryFilter | None = None,
     ) -> list[VectorCandidate]:
-        vector = np.asarray(query, dtype=np.float32)
-        if vector.ndim != 1 or not np.all(np.isfinite(vector)):
-            raise MemoryValidationError("the query vector must be a finite 1-D array")
+        vector = query_array(query)
         matrix = self._vectors.get(scope_id, profile_id)
         allowed = await self._filtered_keys(scope_id, revision, where)
 

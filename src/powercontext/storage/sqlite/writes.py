@@ -20,7 +20,7 @@ from powercontext.memory.ports import (
     PlannedChange,
     Vector,
 )
-from powercontext.storage.common import conflict, encode_metadata, unit_vectors
+from powercontext.storage.common import conflict, unit_vectors, version_fields
 
 CHUNK = 500
 """Bound parameters per IN (...) list; below every SQLite build's variable limit."""
@@ -192,12 +192,7 @@ def _insert_versions(
                 (
                     key,
                     scope_id,
-                    new.entry_id,
-                    new.entry_version_id,
-                    new.version,
-                    new.kind,
-                    new.text,
-                    encode_metadata(new.metadata),
+                    *version_fields(new),
                     created_at,
                     revision,
                     new.thread,

@@ -1,0 +1,370 @@
+"""The search pipeline wired end to end: one exact revision from the first read to the page.
+
+`SearchPipeline.search_batch` reads the head and picks each request's mode; `_search_at` then
+runs the README's flow for one request:
+
+    analyze -> channels -> admit -> fuse (-> participants) -> hits -> rerank -> normalize
+    ranks -> resolve
+
+Each stage is a pure function in `memory/search/`; this class only sequences them around the
+two ports that do I/O (the store, the reranker) and the query embedding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from powercontext.memory.backfill import warn_auto_served_fts
+from powercontext.memory.errors import (
+    CapabilityNotSupportedError,
+    MemoryValidationError,
+    NotFoundError,
+)
+from powercontext.memory.models import (
+    ChannelScore,
+    MemoryHit,
+    MemoryRef,
+    MemoryRerankTrace,
+    MemorySearchPage,
+    ResolvedMode,
+    SearchMemoryRequest,
+)
+from powercontext.memory.ports import FtsCandidate, MemoryReranker, Vector, VectorCandidate
+from powercontext.memory.rerank.deadline import search_deadline
+from powercontext.memory.search.admission import Admission, admit
+from powercontext.memory.search.analyze import analyze, query_terms
+from powercontext.memory.search.candidates import CandidateChoice
+from powercontext.memory.search.fields import SPEAKER_PREFIX
+from powercontext.memory.search.fusion import FusedCandidate, channel_scores, fuse_rrf
+from powercontext.memory.search.modes import (
+    channel_limit,
+    coarse_limit,
+    select_mode,
+    uses_fts,
+    uses_vector,
+)
+from powercontext.memory.search.participants import favour_participants, named_participants
+from powercontext.memory.search.ranks import resolve
+from powercontext.memory.search.rerank_trace import log_rerank, rerank_trace
+from powercontext.memory.vectors import unit_vector
+
+if TYPE_CHECKING:
+    from powercontext.memory.service import MemoryService
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """What the analyze stage decides for one request before any candidate is read."""
+
+    request: SearchMemoryRequest
+    mode: ResolvedMode
+    terms: tuple[str, ...]
+    vector: Vector | None
+    choice: CandidateChoice
+    coarse: int
+    """The pool size handed to the reranker (or cut to the page without one)."""
+    per_channel: int
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieved:
+    """The fused pool of one plan, with what explain and the participant boost need."""
+
+    fused: list[FusedCandidate]
+    explained: dict[int, tuple[ChannelScore, ...]]
+
+
+class SearchPipeline:
+    """The query-time flow over one MemoryService's store, embedder, reranker and config."""
+
+    def __init__(self, service: MemoryService) -> None:
+        self._service = service
+        self._store = service.store
+        self._config = service.config
+
+    async def search(self, scope_id: str, request: SearchMemoryRequest) -> MemorySearchPage:
+        (page,) = await self.search_batch(scope_id, [request])
+        return page
+
+    async def search_batch(
+        self, scope_id: str, requests: Sequence[SearchMemoryRequest]
+    ) -> tuple[MemorySearchPage, ...]:
+        """Every request answered at one head read once, with one embedder call for all queries
+        and at most `rerank_concurrency` reranks in flight. The first error fails the whole call
+        (the single search's fail-closed policy); a fail-open guard marks pages instead."""
+        store, embedder, config = self._store, self._service.embedder, self._config
+        deadline = None
+        if config.timeout_seconds is not None:
+            deadline = asyncio.get_running_loop().time() + config.timeout_seconds
+        head = await store.head(scope_id)
+        revisions = {r.revision for r in requests}
+        if len(revisions) > 1:
+            raise MemoryValidationError("the searches of one batch must name one revision")
+        (revision,) = revisions
+        if revision is not None:
+            # As-of search: every channel reads this one revision, as they read the head otherwise.
+            if head is None or revision > head:
+                raise NotFoundError(f"scope {scope_id!r} has no revision {revision}")
+            head = revision
+        profile = embedder.profile if embedder is not None else None
+        missing = 0
+        if head is not None and profile is not None and any(r.mode != "fts" for r in requests):
+            missing = await store.missing_vector_count(scope_id, head, profile.profile_id)
+        modes = [
+            select_mode(
+                r.mode,
+                has_embedder=embedder is not None,
+                missing_vectors=missing,
+                profile_id=profile.profile_id if profile else None,
+            )
+            for r in requests
+        ]
+        if missing and any(
+            m == "fts" and r.mode == "auto" for m, r in zip(modes, requests, strict=True)
+        ):
+            warn_auto_served_fts(scope_id, missing)
+        if head is None:
+            return tuple(MemorySearchPage(memory_ref=None, mode=m, hits=()) for m in modes)
+        vectors = await self._query_vectors(requests, modes)
+        rerank_slots = asyncio.Semaphore(config.rerank_concurrency)
+        with search_deadline(deadline):
+            return await _all_or_nothing(
+                [
+                    self._search_at(scope_id, head, request, mode, vector, rerank_slots)
+                    for request, mode, vector in zip(requests, modes, vectors, strict=True)
+                ]
+            )
+
+    async def _query_vectors(
+        self, requests: Sequence[SearchMemoryRequest], modes: list[ResolvedMode]
+    ) -> list[Vector | None]:
+        """Unit query vectors of the requests whose mode uses them, from one embedder call.
+
+        When embedding fails, `auto` requests fall back to fts (in `modes`); an explicit vector
+        or hybrid request fails the whole call with the typed capability error.
+        """
+        vectors: list[Vector | None] = [None] * len(requests)
+        wanted = [i for i, mode in enumerate(modes) if uses_vector(mode)]
+        embedder = self._service.embedder
+        if not wanted or embedder is None:
+            return vectors
+        texts = [requests[i].query for i in wanted]
+        try:
+            if len(texts) == 1:
+                raw: Sequence[Sequence[float]] = [await embedder.embed_query(texts[0])]
+            else:
+                raw = await embedder.embed_queries(texts)
+            if len(raw) != len(texts):
+                raise ValueError(f"{len(raw)} vectors for {len(texts)} queries")
+            for i, row in zip(wanted, raw, strict=True):
+                vectors[i] = unit_vector(row, embedder.profile.dimension)
+        except Exception as exc:  # the provider's failure must not escape raw
+            for i in wanted:
+                if requests[i].mode != "auto":
+                    raise CapabilityNotSupportedError(
+                        f"search mode {requests[i].mode!r} failed: embedding the query raised "
+                        f"{type(exc).__name__}"
+                    ) from exc
+                modes[i] = "fts"
+                vectors[i] = None
+        return vectors
+
+    async def _search_at(
+        self,
+        scope_id: str,
+        head: int,
+        request: SearchMemoryRequest,
+        mode: ResolvedMode,
+        query_vector: Vector | None,
+        rerank_slots: asyncio.Semaphore,
+    ) -> MemorySearchPage:
+        plan = self._analyze(request, mode, query_vector)
+        retrieved = await self._retrieve(scope_id, head, plan)
+        # A later stage that feeds the first pool back into the query (pseudo-relevance feedback)
+        # goes here: it derives a new QueryPlan from `retrieved` and calls `_retrieve` again.
+        pool = await self._hits(scope_id, head, retrieved)
+        ref = MemoryRef(scope_id=scope_id, revision=head)
+        reranker = self._service.reranker
+        if reranker is None or not pool:
+            return MemorySearchPage(memory_ref=ref, mode=mode, hits=pool[: request.limit])
+        async with rerank_slots:
+            hits, trace = await rerank(reranker, request, pool, plan.choice)
+        return MemorySearchPage(
+            memory_ref=ref, mode=mode, hits=hits, rerank=trace, rerank_status=trace.rerank_status
+        )
+
+    def _analyze(
+        self, request: SearchMemoryRequest, mode: ResolvedMode, query_vector: Vector | None
+    ) -> QueryPlan:
+        config = self._config
+        choice = config.candidates.choose(request.query, config.analyzer, config.candidate_limit)
+        reranking = self._service.reranker is not None
+        coarse = coarse_limit(request.limit, choice.candidate_limit, reranking=reranking)
+        return QueryPlan(
+            request=request,
+            mode=mode,
+            terms=tuple(query_terms(request.query, config.analyzer)),
+            vector=query_vector,
+            choice=choice,
+            coarse=coarse,
+            per_channel=channel_limit(coarse),
+        )
+
+    async def _retrieve(self, scope_id: str, head: int, plan: QueryPlan) -> Retrieved:
+        """channels -> admit -> fuse (-> participants): the coarse pool of one plan."""
+        fts_found, vector_found = await asyncio.gather(
+            self._fts(scope_id, head, plan), self._vector(scope_id, head, plan)
+        )
+        request = plan.request
+        floor = (
+            self._config.min_similarity
+            if request.min_similarity is None
+            else request.min_similarity
+        )
+        admitted = admit(
+            fts_found, vector_found, plan.terms, min_similarity=floor, min_score=request.min_score
+        )
+        explained = channel_scores(
+            admitted.keys,
+            {
+                "fts": {c.key: c.score for c in admitted.fts_found},
+                "vector": {c.key: c.similarity for c in admitted.vector_found},
+            },
+        )
+        return Retrieved(await self._fuse(scope_id, plan, admitted), explained)
+
+    async def _fts(self, scope_id: str, head: int, plan: QueryPlan) -> list[FtsCandidate]:
+        if not uses_fts(plan.mode) or not plan.terms:
+            return []
+        return await self._store.fts_candidates(
+            scope_id,
+            head,
+            plan.terms,
+            limit=plan.per_channel,
+            fields=self._config.fields,
+            where=plan.request.filter,
+        )
+
+    async def _vector(self, scope_id: str, head: int, plan: QueryPlan) -> list[VectorCandidate]:
+        embedder = self._service.embedder
+        if plan.vector is None or embedder is None or not uses_vector(plan.mode):
+            return []
+        return await self._store.vector_candidates(
+            scope_id,
+            head,
+            embedder.profile.profile_id,
+            plan.vector,
+            limit=plan.per_channel,
+            where=plan.request.filter,
+        )
+
+    async def _fuse(
+        self, scope_id: str, plan: QueryPlan, admitted: Admission
+    ) -> list[FusedCandidate]:
+        config = self._config
+        keys = admitted.keys
+        named = (
+            named_participants(plan.terms, admitted.fts_found)
+            if config.participant_boost > 0
+            else frozenset()
+        )
+        fused = fuse_rrf(
+            keys,
+            limit=len(keys["fts"]) + len(keys["vector"]) if named else plan.coarse,
+            k=config.rrf_k,
+            weights={"fts": config.weight_fts, "vector": config.weight_vector},
+        )
+        if not named:
+            return fused
+        speakers = await self._speakers(scope_id, fused, admitted.fts_found)
+        return favour_participants(fused, speakers, named, config.participant_boost, plan.coarse)
+
+    async def _speakers(
+        self,
+        scope_id: str,
+        fused: list[FusedCandidate],
+        fts_found: list[FtsCandidate],
+    ) -> dict[int, frozenset[str]]:
+        """Speaker words of every fused candidate: from the full-text tokens where the channel
+        returned them, else from the stored metadata, analyzed as the index does."""
+        prefix = len(SPEAKER_PREFIX)
+        speakers = {
+            c.key: frozenset(t[prefix:] for t in c.tokens if t.startswith(SPEAKER_PREFIX))
+            for c in fts_found
+        }
+        key = self._config.index.speaker_key
+        missing = [c.key for c in fused if c.key not in speakers]
+        if missing and key is not None:
+            for row in (await self._store.fetch_versions(scope_id, missing)).values():
+                value = row.metadata.get(key)
+                if isinstance(value, str):
+                    speakers[row.key] = frozenset(analyze(value, self._config.analyzer))
+        return speakers
+
+    async def _hits(
+        self, scope_id: str, revision: int, retrieved: Retrieved
+    ) -> tuple[MemoryHit, ...]:
+        fused, explained = retrieved.fused, retrieved.explained
+        if not fused:
+            return ()
+        stored = await self._store.fetch_versions(scope_id, [f.key for f in fused])
+        ref = MemoryRef(scope_id=scope_id, revision=revision)
+        return tuple(
+            MemoryHit(
+                memory_ref=ref,
+                entry_id=row.entry_id,
+                entry_version_id=row.entry_version_id,
+                kind=row.kind,
+                text=row.text,
+                metadata=row.metadata,
+                score=f.score,
+                matched_by=f.matched_by,
+                thread=row.thread,
+                occurred_at=row.event_time,
+                explain=explained.get(f.key, ()),
+            )
+            for f in fused
+            if (row := stored.get(f.key)) is not None
+        )
+
+
+async def _all_or_nothing(
+    searches: list[Coroutine[Any, Any, MemorySearchPage]],
+) -> tuple[MemorySearchPage, ...]:
+    """Run concurrently, in order; on the first error cancel the rest and raise it."""
+    if len(searches) == 1:
+        return (await searches[0],)
+    tasks = [asyncio.ensure_future(search) for search in searches]
+    try:
+        return tuple(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+async def rerank(
+    reranker: MemoryReranker,
+    request: SearchMemoryRequest,
+    pool: tuple[MemoryHit, ...],
+    choice: CandidateChoice,
+) -> tuple[tuple[MemoryHit, ...], MemoryRerankTrace]:
+    """One reranker call, no lock held; inference errors propagate (fail-closed) unless a
+    GuardedReranker configured for fail-open turned an outage into a degraded decision."""
+    started = time.perf_counter()
+    decision = await reranker.rerank(request.query, pool, request.limit)
+    trace = rerank_trace(
+        decision,
+        pool,
+        request.limit,
+        policy_id=reranker.policy_id,
+        choice=choice,
+        latency_ms=(time.perf_counter() - started) * 1000.0,
+    )
+    log_rerank(trace, decision.degraded)
+    return resolve(pool, trace.selected_ranks), trace

@@ -1,0 +1,107 @@
+"""Performing one operation: who calls (the key's grant), what it may touch, and the runtime.
+
+Every surface (HTTP v1, MCP, the inspector) authenticates its own way, then hands the grant
+and the validated body to `perform`, which checks the scope rule of the operation before its
+handler runs. Handlers reach a scope's memory only through `Call.memory`, which checks the
+grant again, so no handler can forget the check.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
+
+from fastapi import Body, Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
+
+from powercontext.memory.scoped import ScopedMemory
+from powercontext.runtime import Runtime
+from powercontext.server.auth import KeyGrant
+from powercontext.server.state import ServerState, state_of
+
+if TYPE_CHECKING:
+    from powercontext.server.operations import Operation
+
+ScopeRule = Literal["body", "key"]
+"""`body`: the request names a `scope_id` the key must be allowed (403 before the handler
+runs); `key`: the request names no scope, and the handler answers only what the key allows."""
+
+
+class ScopedBody(Protocol):
+    scope_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One call of an operation by one key."""
+
+    grant: KeyGrant
+    state: ServerState
+
+    @property
+    def runtime(self) -> Runtime:
+        runtime = self.state.runtime
+        assert runtime is not None, "the lifespan opens the runtime before serving"
+        return runtime
+
+    def memory(self, scope_id: str) -> ScopedMemory:
+        """The caller's view of `scope_id`, refused (403) unless the key may use it."""
+        self.grant.require(scope_id)
+        return self.runtime.memory.for_scope(scope_id)
+
+
+Handler = Callable[[Call, Any], Awaitable[BaseModel]]
+"""`async def handler(call: Call, body: TheRequestModel) -> TheResponseModel`."""
+
+
+def admit(operation: Operation, call: Call, body: Any) -> None:
+    """Refuse (403) a body naming a scope the key may not use, when the operation names one."""
+    if operation.scope == "body":
+        call.grant.require(_scope_id(body))
+
+
+async def perform(operation: Operation, call: Call, body: Any) -> BaseModel:
+    """Run `operation` for `call`: the scope rule first, then the handler."""
+    admit(operation, call, body)
+    assert operation.handler is not None, f"{operation.name} is served by a raw route only"
+    return await operation.handler(call, body)
+
+
+def _scope_id(body: ScopedBody) -> str:
+    return body.scope_id
+
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    description="An API key; required when auth is enabled (always off by default on loopback).",
+)
+
+
+async def _caller(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> KeyGrant:
+    token = credentials.credentials if credentials is not None else None
+    return state_of(request).authority.authenticate(token)
+
+
+Caller = Annotated[KeyGrant, Depends(_caller)]
+"""The HTTP caller's grant: a dependency resolved before the body is validated (401 first)."""
+
+
+def _parameter(name: str, annotation: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation)
+
+
+def declare_endpoint(endpoint: Any, name: str, body: Any | None) -> Any:
+    """Give an endpoint generated from a row the signature FastAPI reads: the request, the
+    caller's grant (authenticated first) and, unless None, the body as `body`'s model(s)."""
+    parameters = [_parameter("request", Request), _parameter("grant", Caller)]
+    if body is not None:
+        parameters.append(_parameter("body", Annotated[body, Body()]))
+    endpoint.__signature__ = inspect.Signature(parameters)
+    endpoint.__name__ = name
+    return endpoint

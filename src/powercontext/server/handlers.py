@@ -1,0 +1,130 @@
+"""The handler of every operation: `async def name(call: Call, body: Request) -> Response`.
+
+A handler sees only wire models and the caller's `Call`; how the body arrived (HTTP v1, an
+MCP tool, the inspector) is not its concern. Wire and runtime models meet in `translate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from powercontext.memory.errors import NotFoundError
+from powercontext.memory.history import entry_history
+from powercontext.memory.models import MemorySearchPage
+from powercontext.server import translate
+from powercontext.server.calls import Call
+from powercontext.server.history import EntryByIdRequest, EntryHistoryModel, HistoryRequest
+from powercontext.server.schemas import (
+    BatchSearchRequest,
+    BatchSearchResponse,
+    ChangesPageModel,
+    ChangesRequest,
+    EntriesPageModel,
+    EntryModel,
+    GetEntryRequest,
+    HeadRequest,
+    HeadResponse,
+    ListEntriesRequest,
+    ReactivateEntryRequest,
+    RememberBatchRequest,
+    RememberOneRequest,
+    RetireEntryRequest,
+    ReviseEntryRequest,
+    SearchRequest,
+    SearchResponse,
+    WriteResultModel,
+)
+from powercontext.server.scopes import ListScopesRequest, ScopesResponse
+
+RememberRequest = RememberOneRequest | RememberBatchRequest
+"""One entry, or a batch written in one revision (one HTTP route, two MCP tools)."""
+
+
+async def remember(call: Call, body: RememberRequest) -> WriteResultModel:
+    memory = call.memory(body.scope_id)
+    if isinstance(body, RememberOneRequest):
+        written = await memory.remember(translate.remember_one(body))
+    else:
+        written = await memory.remember_many(translate.remember_batch(body))
+    return translate.to_wire(WriteResultModel, written)
+
+
+def _observe_statuses(call: Call, pages: Sequence[MemorySearchPage]) -> bool:
+    """Count each page's rerank status; True when the deployment always reports it.
+
+    A fail-open deployment always reports the status: a degraded page must be told apart
+    from a reranked one even by a client that never asks for the trace. Otherwise the keys
+    are absent (SearchResponse omits them), so a client that does not ask sees no change.
+    """
+    for page in pages:
+        assert page.rerank_status is not None, "the runtime always reports a status"
+        call.state.metrics.observe_rerank_status(page.rerank_status)
+    return call.runtime.settings.runtime.memory_rerank_failure_policy == "fail_open"
+
+
+async def search(call: Call, body: SearchRequest) -> SearchResponse:
+    page = await call.memory(body.scope_id).search(translate.search_request(body))
+    report_status = _observe_statuses(call, [page])
+    return translate.search_response(page, body.include_rerank, report_status=report_status)
+
+
+async def search_batch(call: Call, body: BatchSearchRequest) -> BatchSearchResponse:
+    memory = call.memory(body.scope_id)
+    pages = await memory.search_batch(translate.batch_search_requests(body))
+    report_status = _observe_statuses(call, pages)
+    return translate.batch_search_response(pages, body.include_rerank, report_status=report_status)
+
+
+async def list_entries(call: Call, body: ListEntriesRequest) -> EntriesPageModel:
+    page = await call.memory(body.scope_id).list(
+        revision=body.revision, cursor=body.cursor, limit=body.limit, where=body.filter
+    )
+    return translate.to_wire(EntriesPageModel, page)
+
+
+async def get_entry(call: Call, body: GetEntryRequest) -> EntryModel:
+    entry = await call.memory(body.scope_id).get(translate.citation(body.citation))
+    if entry is None:
+        raise NotFoundError("the citation names no entry version in this scope")
+    return translate.to_wire(EntryModel, entry)
+
+
+async def revise_entry(call: Call, body: ReviseEntryRequest) -> WriteResultModel:
+    written = await call.memory(body.scope_id).revise(translate.revise_request(body))
+    return translate.to_wire(WriteResultModel, written)
+
+
+async def retire_entry(call: Call, body: RetireEntryRequest) -> WriteResultModel:
+    written = await call.memory(body.scope_id).retire(translate.retire_request(body))
+    return translate.to_wire(WriteResultModel, written)
+
+
+async def reactivate_entry(call: Call, body: ReactivateEntryRequest) -> WriteResultModel:
+    written = await call.memory(body.scope_id).reactivate(translate.reactivate_request(body))
+    return translate.to_wire(WriteResultModel, written)
+
+
+async def changes(call: Call, body: ChangesRequest) -> ChangesPageModel:
+    page = await call.memory(body.scope_id).changes(body.since_revision, limit=body.limit)
+    return translate.to_wire(ChangesPageModel, page)
+
+
+async def head(call: Call, body: HeadRequest) -> HeadResponse:
+    return translate.head_response(await call.memory(body.scope_id).head())
+
+
+async def get_entry_by_id(call: Call, body: EntryByIdRequest) -> EntryModel:
+    memory = call.memory(body.scope_id)
+    entry = await memory.get_entry(body.entry_id, revision=body.revision)
+    return translate.to_wire(EntryModel, entry)
+
+
+async def history(call: Call, body: HistoryRequest) -> EntryHistoryModel:
+    found = await entry_history(call.memory(body.scope_id), body.entry_id, body.revision)
+    return translate.to_wire(EntryHistoryModel, found)
+
+
+async def list_scopes(call: Call, body: ListScopesRequest) -> ScopesResponse:
+    """The scopes the key may use: the grant alone decides, no scope is named."""
+    found = await call.runtime.memory.scopes(call.grant.allows)
+    return ScopesResponse.model_validate({"scopes": [s.model_dump() for s in found]})

@@ -1,0 +1,388 @@
+"""The one table of operations: HTTP v1 routes, MCP tools and the inspector's JSON routes.
+
+Each `Operation` row names its request and response wire models, its handler, its scope rule,
+whether it writes, its HTTP route (method, path, the error statuses it may answer), its MCP
+tools and its inspector route. `routes.py`, `mcp_tools.py` and `ui/routes.py` register from
+`OPERATIONS` and nothing else, so an operation is added in one place (docs/http.md, "Adding
+an operation").
+
+A route whose body or answer is not one JSON document (an NDJSON export or import) sets
+`HttpRoute.raw`: its endpoint gets the `Call` and the raw request and returns any response
+(a streaming one included), while the row still documents its models and errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from starlette.requests import Request
+from starlette.responses import Response
+
+from powercontext.server import handlers, inspector_views
+from powercontext.server.calls import Call, Handler, ScopeRule
+from powercontext.server.history import EntryByIdRequest, EntryHistoryModel, HistoryRequest
+from powercontext.server.schemas import (
+    BatchSearchRequest,
+    BatchSearchResponse,
+    ChangesPageModel,
+    ChangesRequest,
+    EntriesPageModel,
+    EntryModel,
+    GetEntryRequest,
+    HeadRequest,
+    HeadResponse,
+    ListEntriesRequest,
+    ReactivateEntryRequest,
+    RememberBatchRequest,
+    RememberOneRequest,
+    RetireEntryRequest,
+    ReviseEntryRequest,
+    SearchRequest,
+    SearchResponse,
+    WriteResultModel,
+)
+from powercontext.server.scopes import ListScopesRequest, ScopesResponse
+from powercontext.server.transfer import (
+    NDJSON,
+    ExportLine,
+    ExportQuery,
+    ImportQuery,
+    ImportResponse,
+    export_scope,
+    import_scope,
+)
+
+RawEndpoint = Callable[[Call, Request], Awaitable[Response]]
+"""A route that reads its own request and may stream its answer; it must reach a scope only
+through `Call.memory`, which checks the key's grant."""
+View = Callable[[Call, Any], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class HttpRoute:
+    method: Literal["GET", "POST"]
+    path: str
+    errors: tuple[int, ...] = ()
+    """Statuses beyond the common ones (401, 403, 413, 422, 500, 503) documented for it."""
+    operation_id: str | None = None
+    """The OpenAPI operationId when it is not the operation's name (kept for compatibility)."""
+    raw: RawEndpoint | None = None
+    request_media_type: str = "application/json"
+    """The request body type a raw POST route documents (e.g. `application/x-ndjson`: one
+    `Operation.request` per line)."""
+    response_media_type: str = "application/json"
+    """The answer's type (e.g. `application/x-ndjson`: one `Operation.response` per line)."""
+    query: type[BaseModel] | None = None
+    """The query parameters a raw route reads (and validates) itself, documented from it."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpTool:
+    name: str
+    title: str
+    description: str
+    destructive: bool = False
+    request: type[BaseModel] | None = None
+    """The tool's own input model when the operation's request is a union (else the same)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InspectorRoute:
+    method: Literal["GET", "POST"]
+    path: str
+    """Under /ui/api."""
+    view: View
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    name: str
+    summary: str
+    request: Any
+    """A wire model, or a union of models the handler tells apart."""
+    response: type[BaseModel]
+    """The answer; for a raw route streaming NDJSON, the model of one line."""
+    handler: Handler | None
+    """None only for an operation served by a raw HTTP route alone (no MCP tool)."""
+    writes: bool
+    http: HttpRoute | None
+    tools: tuple[McpTool, ...] = ()
+    scope: ScopeRule = "body"
+    inspector: InspectorRoute | None = None
+
+    @property
+    def operation_id(self) -> str:
+        return (self.http.operation_id if self.http else None) or self.name
+
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        "remember",
+        "Remember one entry, or a batch in one revision",
+        handlers.RememberRequest,
+        WriteResultModel,
+        handlers.remember,
+        writes=True,
+        http=HttpRoute("POST", "/v1/memory/remember", (409,)),
+        tools=(
+            McpTool(
+                "remember",
+                "Remember",
+                "Remember one entry (text; optional kind, metadata, thread and occurred_at) "
+                "in a scope; creates one revision and returns the citations of the version "
+                "written.",
+                request=RememberOneRequest,
+            ),
+            McpTool(
+                "remember_batch",
+                "Remember a batch",
+                "Remember several entries in one revision (all or none); returns their citations.",
+                request=RememberBatchRequest,
+            ),
+        ),
+    ),
+    Operation(
+        "search",
+        "Search a scope: final hits, and a redacted rerank trace on request",
+        SearchRequest,
+        SearchResponse,
+        handlers.search,
+        writes=False,
+        http=HttpRoute("POST", "/v1/memory/search", (404, 502, 504)),
+        tools=(
+            McpTool(
+                "search",
+                "Search memory",
+                "Search a scope's memory at its head revision (or as of `revision`); returns "
+                "the final hits, best first, each with a citation.",
+            ),
+        ),
+        inspector=InspectorRoute("POST", "/search", inspector_views.search),
+    ),
+    Operation(
+        "search_batch",
+        "Several searches at one exact revision: one page per search, in order",
+        BatchSearchRequest,
+        BatchSearchResponse,
+        handlers.search_batch,
+        writes=False,
+        http=HttpRoute("POST", "/v1/memory/search/batch", (404, 502, 504)),
+        tools=(
+            McpTool(
+                "search_batch",
+                "Search memory in a batch",
+                "Run several searches of one scope in one call (for example the sub-queries "
+                "of one question); every page answers at the same revision, in request order.",
+            ),
+        ),
+    ),
+    Operation(
+        "list_entries",
+        "List",
+        ListEntriesRequest,
+        EntriesPageModel,
+        handlers.list_entries,
+        writes=False,
+        http=HttpRoute("POST", "/v1/memory/entries/list", (404,)),
+        tools=(
+            McpTool(
+                "list_entries",
+                "List entries",
+                "Page through the entries active at a revision (default the head), oldest first.",
+            ),
+        ),
+        inspector=InspectorRoute("POST", "/entries", inspector_views.entries),
+    ),
+    Operation(
+        "get_entry",
+        "Get a citation",
+        GetEntryRequest,
+        EntryModel,
+        handlers.get_entry,
+        writes=False,
+        http=HttpRoute("POST", "/v1/memory/entries/get", (404,)),
+        tools=(
+            McpTool(
+                "get_entry",
+                "Get entry",
+                "Resolve a citation (from search, list or a write) to its exact entry version.",
+            ),
+        ),
+    ),
+    Operation(
+        "revise_entry",
+        "Revise an entry",
+        ReviseEntryRequest,
+        WriteResultModel,
+        handlers.revise_entry,
+        writes=True,
+        http=HttpRoute("POST", "/v1/memory/entries/revise", (404, 409)),
+        tools=(
+            McpTool(
+                "revise_entry",
+                "Revise entry",
+                "Write a new version of the entry a citation names (new text, optionally kind "
+                "and metadata); the old version stays citable.",
+            ),
+        ),
+    ),
+    Operation(
+        "retire_entry",
+        "Retire an entry",
+        RetireEntryRequest,
+        WriteResultModel,
+        handlers.retire_entry,
+        writes=True,
+        http=HttpRoute("POST", "/v1/memory/entries/retire", (404, 409)),
+        tools=(
+            McpTool(
+                "retire_entry",
+                "Retire entry",
+                "Retire (soft-delete) the entry a citation names: later revisions no longer "
+                "find it; its citations still resolve.",
+                destructive=True,
+            ),
+        ),
+    ),
+    Operation(
+        "reactivate_entry",
+        "Reactivate a retired entry",
+        ReactivateEntryRequest,
+        WriteResultModel,
+        handlers.reactivate_entry,
+        writes=True,
+        http=HttpRoute("POST", "/v1/memory/entries/reactivate", (404, 409)),
+        tools=(
+            McpTool(
+                "reactivate_entry",
+                "Reactivate entry",
+                "Make a retired entry active again: search finds it from the new revision on.",
+            ),
+        ),
+    ),
+    Operation(
+        "list_changes",
+        "Change log",
+        ChangesRequest,
+        ChangesPageModel,
+        handlers.changes,
+        writes=False,
+        http=HttpRoute("POST", "/v1/memory/changes", operation_id="changes"),
+        tools=(
+            McpTool(
+                "list_changes",
+                "List changes",
+                "The scope's change log after a revision, oldest first: what each revision "
+                "added, revised, retired or reactivated.",
+            ),
+        ),
+    ),
+    Operation(
+        "head",
+        "Head revision",
+        HeadRequest,
+        HeadResponse,
+        handlers.head,
+        writes=False,
+        http=HttpRoute("POST", "/v1/memory/head"),
+        tools=(
+            McpTool(
+                "head", "Head revision", "The scope's head revision (null for an empty scope)."
+            ),
+        ),
+    ),
+    Operation(
+        "get_entry_by_id",
+        "Get an entry by id, at the head or at a revision",
+        EntryByIdRequest,
+        EntryModel,
+        handlers.get_entry_by_id,
+        writes=False,
+        http=HttpRoute("POST", "/v1/memory/entries/by-id", (404,)),
+        tools=(
+            McpTool(
+                "get_entry_by_id",
+                "Get entry by id",
+                "The version of one entry (by entry_id) active at a revision (default the "
+                "head); not found when the entry is retired then.",
+            ),
+        ),
+    ),
+    Operation(
+        "entry_history",
+        "Every version and change of one entry, newest first, as of a revision",
+        HistoryRequest,
+        EntryHistoryModel,
+        handlers.history,
+        writes=False,
+        http=HttpRoute(
+            "POST", "/v1/memory/entries/history", (404,), operation_id="entry_history_route"
+        ),
+        tools=(
+            McpTool(
+                "entry_history",
+                "Entry history",
+                "Every version of one entry (by entry_id) and every change that touched it, "
+                "newest first, as of a revision (default the head), with the version active "
+                "then.",
+            ),
+        ),
+        inspector=InspectorRoute("POST", "/history", inspector_views.history),
+    ),
+    Operation(
+        "list_scopes",
+        "List the scopes this key may use, with head revision and entry count",
+        ListScopesRequest,
+        ScopesResponse,
+        handlers.list_scopes,
+        writes=False,
+        http=HttpRoute("GET", "/v1/scopes"),
+        tools=(
+            McpTool(
+                "list_scopes",
+                "List scopes",
+                "The scopes this key may use that hold at least one revision, with each one's "
+                "head revision and active entry count (the same list as GET /v1/scopes).",
+            ),
+        ),
+        scope="key",
+        inspector=InspectorRoute("GET", "/scopes", inspector_views.scopes),
+    ),
+    Operation(
+        "export_scope",
+        "Export the entries of a scope as JSON lines, streamed",
+        ExportQuery,
+        ExportLine,  # type: ignore[arg-type]  # one line: the header, then entries
+        None,
+        writes=False,
+        http=HttpRoute(
+            "GET",
+            "/v1/memory/export",
+            (404,),
+            raw=export_scope,
+            response_media_type=NDJSON,
+            query=ExportQuery,
+        ),
+    ),
+    Operation(
+        "import_scope",
+        "Import an export into a scope, keeping entry ids, one revision per batch",
+        ExportLine,
+        ImportResponse,
+        None,
+        writes=True,
+        http=HttpRoute(
+            "POST",
+            "/v1/memory/import",
+            (409,),
+            raw=import_scope,
+            request_media_type=NDJSON,
+            query=ImportQuery,
+        ),
+    ),
+)
+
+BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
