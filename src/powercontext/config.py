@@ -87,7 +87,7 @@ class RuntimeConfig(_Group):
     """The request's list of candidate texts: `documents` (Cohere, Jina) or `texts` (TEI)."""
     memory_rerank_candidate_policy: Literal["fixed", "by_class"] = "fixed"
     """`fixed`: every reranked search pools memory_rerank_candidate_limit candidates;
-    `by_class` (powercontext.memory.candidates.by_class.v1): the query's class picks the
+    `by_class` (powercontext.memory.candidates.by_class.v2): the query's class picks the
     limit from memory_rerank_candidate_limits_by_class."""
     memory_rerank_candidate_limits_by_class: dict[str, int] = Field(
         default_factory=lambda: dict(DEFAULT_CLASS_LIMITS)
@@ -294,6 +294,9 @@ class HttpConfig(_Group):
     api_keys_file: Path | None = None
     allow_unauthenticated_public_bind: bool = False
     max_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    max_write_body_bytes: int = Field(default=1024 * 1024, ge=64 * 1024)
+    """Body limit of remember (one or a batch) and /mcp: parsing JSON holds the GIL and stalls
+    every other request, so large batches are split by the client (the SDK does) instead."""
 
     @field_validator("api_keys")
     @classmethod

@@ -95,6 +95,7 @@ async def test_batch_answers_one_revision_while_writes_land(store: MemoryStore) 
     await _seed(service)
     head = (await service.head("s")).revision  # type: ignore[union-attr]
     stop = asyncio.Event()
+    first_write = asyncio.Event()
 
     async def writer() -> int:
         written = 0
@@ -103,12 +104,20 @@ async def test_batch_answers_one_revision_while_writes_land(store: MemoryStore) 
                 "s", [RememberMemoryRequest(text=f"fresh deploy garden travel {written}")]
             )
             written += 1
+            first_write.set()
             await asyncio.sleep(0)
         return written
 
     writing = asyncio.create_task(writer())
-    await asyncio.sleep(0.02)  # some writes land before the batch starts
+    # Waiting on events, not a fixed sleep: a loaded machine may take long for one write.
+    await asyncio.wait_for(first_write.wait(), timeout=30)
     pages = await service.search_batch("s", _queries(12))
+    pinned = pages[0].memory_ref
+    assert pinned is not None
+    for _ in range(3000):  # at least one write lands after the batch's revision
+        if (await service.head("s")).revision > pinned.revision:  # type: ignore[union-attr]
+            break
+        await asyncio.sleep(0.01)
     stop.set()
     written = await writing
     final_head = (await service.head("s")).revision  # type: ignore[union-attr]

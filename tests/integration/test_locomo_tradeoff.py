@@ -9,12 +9,12 @@ import pytest
 
 from powercontext import ServerSettings
 from powercontext.bench.locomo.tradeoff import (
-    BY_CLASS,
     main,
     measure_tradeoff,
     on_or_above_curve,
     prompt_chars,
 )
+from powercontext.bench.locomo.tradeoff_report import BY_CLASS
 from powercontext.config import InferenceConfig
 from powercontext.memory.models import MemoryHit, MemoryRef
 from powercontext.memory.rerank.listwise import LISTWISE_INSTRUCTIONS
@@ -54,8 +54,9 @@ async def test_tradeoff_scores_every_policy_per_category(tmp_path: Path) -> None
     settings = ServerSettings(inference=InferenceConfig(embedding_model="none"))
     results = await measure_tradeoff(FIXTURE, tmp_path, mode="fts", base_settings=settings)
     policies = results["policies"]
-    assert list(policies) == ["fixed-10", "fixed-20", "fixed-30", "fixed-50", BY_CLASS]
-    overall = [policies[p]["overall"] for p in ("fixed-10", "fixed-20", "fixed-30", "fixed-50")]
+    fixed = ["fixed-10", "fixed-20", "fixed-30", "fixed-40", "fixed-50"]
+    assert list(policies) == [*fixed, BY_CLASS]
+    overall = [policies[p]["overall"] for p in fixed]
     # A deeper pool never loses evidence and never makes the prompt shorter.
     recalls = [o["pool_recall"] for o in overall]
     sizes = [o["prompt_chars"] for o in overall]
@@ -70,7 +71,7 @@ def test_cli_writes_json_markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL", "none")
     main(["--data", str(FIXTURE), "--out", str(tmp_path), "--mode", "fts"])
     written = json.loads((tmp_path / "tradeoff.json").read_text(encoding="utf-8"))
-    assert written["candidate_policy"] == "powercontext.memory.candidates.by_class.v1"
+    assert written["candidate_policy"] == "powercontext.memory.candidates.by_class.v2"
     assert "| by_class |" in (tmp_path / "tradeoff.md").read_text(encoding="utf-8")
 
 

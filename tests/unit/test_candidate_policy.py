@@ -120,3 +120,11 @@ async def test_trace_records_class_and_limit_and_the_pool_follows_it() -> None:
     assert count.rerank.candidate_policy_id == BY_CLASS_POLICY_ID
     redacted = count.rerank.redacted()
     assert (redacted.query_class, redacted.candidate_limit) == ("count", 4)
+
+
+def test_v2_defaults_give_time_questions_the_smaller_pool() -> None:
+    """by_class.v2's fitted table: a date question is answered from a small pool."""
+    assert BY_CLASS_POLICY_ID.endswith(".by_class.v2")
+    one_date = CandidatePolicy(name="by_class").choose("When did Ana move?", AnalyzerConfig(), 30)
+    one_fact = CandidatePolicy(name="by_class").choose("Where does Ana live?", AnalyzerConfig(), 30)
+    assert (one_date.candidate_limit, one_fact.candidate_limit) == (20, 50)

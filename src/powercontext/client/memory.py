@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
 
 from powercontext.client import transfer, wire
+from powercontext.client.batches import merge_results
 from powercontext.client.transport import AsyncTransport, SyncTransport
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.history import MemoryEntryHistory
@@ -38,8 +39,11 @@ class AsyncScopedMemoryClient:
         return await self._t.run(wire.remember(self.scope_id, request))
 
     async def remember_many(self, requests: Sequence[RememberMemoryRequest]) -> MemoryWriteResult:
-        """Every entry in one revision."""
-        return await self._t.run(wire.remember_many(self.scope_id, requests))
+        """Every entry in one revision when the batch fits one request (1 MiB of entries, 250
+        entries); a larger one is written in parts, in order, one revision each, keyed
+        `<idempotency_key>~partN` (see powercontext.client.batches)."""
+        calls = wire.remember_many(self.scope_id, requests)
+        return merge_results([await self._t.run(call) for call in calls])
 
     async def revise(self, request: ReviseMemoryRequest) -> MemoryWriteResult:
         return await self._t.run(wire.revise(self.scope_id, request))
@@ -125,8 +129,9 @@ class SyncScopedMemoryClient:
         return self._t.run(wire.remember(self.scope_id, request))
 
     def remember_many(self, requests: Sequence[RememberMemoryRequest]) -> MemoryWriteResult:
-        """Every entry in one revision."""
-        return self._t.run(wire.remember_many(self.scope_id, requests))
+        """As AsyncScopedMemoryClient.remember_many: split into parts above one request."""
+        calls = wire.remember_many(self.scope_id, requests)
+        return merge_results([self._t.run(call) for call in calls])
 
     def revise(self, request: ReviseMemoryRequest) -> MemoryWriteResult:
         return self._t.run(wire.revise(self.scope_id, request))

@@ -13,6 +13,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from powercontext.client.batches import remember_bodies
 from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.history import MemoryEntryHistory
@@ -148,32 +149,19 @@ def remember(scope_id: str, request: RememberMemoryRequest) -> Call[MemoryWriteR
 
 def remember_many(
     scope_id: str, requests: Sequence[RememberMemoryRequest]
-) -> Call[MemoryWriteResult]:
-    if not requests:
-        raise MemoryValidationError("remember_many needs at least one entry")
-    expected = {r.expected_revision for r in requests}
-    if len(expected) > 1:
-        raise MemoryValidationError("entries of one batch must share one expected_revision")
-    keys = {r.idempotency_key for r in requests}
-    if len(keys) > 1:
-        raise MemoryValidationError("entries of one batch must share one idempotency_key")
-    batch_level = {"expected_revision", "idempotency_key"}
-    entries = [r.model_dump(mode="json", exclude=batch_level, exclude_none=True) for r in requests]
-    body: dict[str, Any] = {
-        "scope_id": scope_id,
-        "entries": entries,
-        "idempotency_key": _keyed(requests[0]).idempotency_key,
-    }
-    if requests[0].expected_revision is not None:
-        body["expected_revision"] = requests[0].expected_revision
-    return Call(
-        "POST",
-        "/v1/memory/remember",
-        MemoryWriteResult.model_validate,
-        body,
-        idempotent=True,
-        entries=len(requests),
-    )
+) -> list[Call[MemoryWriteResult]]:
+    """One call when the batch fits one request; else its parts, in order (client/batches.py)."""
+    return [
+        Call(
+            "POST",
+            "/v1/memory/remember",
+            MemoryWriteResult.model_validate,
+            body,
+            idempotent=True,
+            entries=len(body["entries"]),
+        )
+        for body in remember_bodies(scope_id, requests)
+    ]
 
 
 def search(

@@ -309,7 +309,7 @@ class MemoryRerankTrace(_Frozen):
     candidate_policy_id: str | None = None
     """The candidate policy that sized the pool (fixed or by query class)."""
     query_class: str | None = None
-    """The query's class under `powercontext.memory.candidates.by_class.v1`; else None."""
+    """The query's class under `powercontext.memory.candidates.by_class.v2`; else None."""
     candidate_limit: int | None = None
     """The candidate limit the policy chose for this query."""
 

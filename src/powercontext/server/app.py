@@ -107,6 +107,7 @@ def create_app(
         RequestContextMiddleware,
         metrics=state.metrics,
         max_body_bytes=settings.http.max_body_bytes,
+        max_write_body_bytes=settings.http.max_write_body_bytes,
         gate=RequestGate(state.authority, bind_host=settings.http.host),
         streaming_paths=STREAMING_PATHS,
     )

@@ -8,6 +8,12 @@ Two rules, applied to every route (HTTP v1, /ui/api and /mcp alike):
 - Authentication: a protected route with a missing or unknown bearer key is refused with 401
   before its body is read, so an anonymous client cannot make the server buffer and parse
   megabytes (the scope check still happens in the route, which knows the body's scope_id).
+
+It also says how large a body may be (`body_limit`). Parsing JSON holds the GIL, so a large
+body a key holder sends stalls every other request for as long as it parses, on the event loop
+or in a thread alike. Write routes, the only ones whose bodies grow with the caller's data,
+get a small limit of their own (HTTP_MAX_WRITE_BODY_BYTES, 1 MiB by default): the SDK splits
+larger batches into several requests.
 """
 
 from __future__ import annotations
@@ -32,6 +38,26 @@ class Refusal:
     status: int
     payload: dict[str, Any]
     headers: tuple[tuple[bytes, bytes], ...] = ()
+
+
+WRITE_BODY_PATHS = frozenset({"/v1/memory/remember", "/mcp"})
+"""Bodies that carry entries: remember (one or a batch) and MCP, whose only large call is
+remember_batch (every other tool's body is a query or a few ids)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BodyLimit:
+    max_bytes: int
+    setting: str
+    """The environment variable that sets it, named in the 413."""
+
+
+def body_limit(path: str, *, max_body_bytes: int, max_write_body_bytes: int) -> BodyLimit:
+    """The body limit of `path`: the write limit on write routes (never above the general one)."""
+    general = BodyLimit(max_body_bytes, "POWERCONTEXT_SERVER_HTTP_MAX_BODY_BYTES")
+    if path.rstrip("/") in WRITE_BODY_PATHS and max_write_body_bytes < max_body_bytes:
+        return BodyLimit(max_write_body_bytes, "POWERCONTEXT_SERVER_HTTP_MAX_WRITE_BODY_BYTES")
+    return general
 
 
 def _headers(scope: Scope) -> dict[str, str]:

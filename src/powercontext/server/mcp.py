@@ -198,7 +198,9 @@ class McpTools:
             json_response=True,
             stateless=True,
             security_settings=self._security(),
-            max_request_body_size=self._settings.http.max_body_bytes,
+            max_request_body_size=min(
+                self._settings.http.max_body_bytes, self._settings.http.max_write_body_bytes
+            ),
         )
         async with manager.run():
             self._manager = manager

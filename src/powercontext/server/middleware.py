@@ -18,7 +18,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from powercontext.server.errors import envelope
-from powercontext.server.gate import RequestGate
+from powercontext.server.gate import BodyLimit, RequestGate, body_limit
 from powercontext.server.metrics import ServerMetrics
 
 access_log = logging.getLogger("powercontext.http.access")
@@ -54,7 +54,9 @@ def route_of(scope: Scope) -> str:
 
 
 class _TooLarge(Exception):
-    pass
+    def __init__(self, limit: BodyLimit) -> None:
+        super().__init__(limit.setting)
+        self.limit = limit
 
 
 class RequestContextMiddleware:
@@ -64,6 +66,7 @@ class RequestContextMiddleware:
         *,
         metrics: ServerMetrics,
         max_body_bytes: int,
+        max_write_body_bytes: int | None = None,
         gate: RequestGate | None = None,
         streaming_paths: frozenset[str] = frozenset(),
     ) -> None:
@@ -72,6 +75,7 @@ class RequestContextMiddleware:
         self.streaming_paths = streaming_paths
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
+        self.max_write_body_bytes = max_write_body_bytes or max_body_bytes
         self.gate = gate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -109,16 +113,18 @@ class RequestContextMiddleware:
                 body = await self._read_body(scope, receive)
                 receive = _replay(body, receive)
             await self.app(scope, receive, send_with_id)
-        except _TooLarge:
+        except _TooLarge as exc:
             status = 413
+            split = (
+                "; split the batch into several requests (the SDK's remember_many does)"
+                if exc.limit.setting.endswith("WRITE_BODY_BYTES")
+                else ""
+            )
+            message = f"the request body exceeds {exc.limit.max_bytes} bytes ({exc.limit.setting})"
             await _send_error(
                 send_with_id,
                 413,
-                envelope(
-                    "payload_too_large",
-                    f"the request body exceeds {self.max_body_bytes} bytes "
-                    "(POWERCONTEXT_SERVER_HTTP_MAX_BODY_BYTES)",
-                ),
+                envelope("payload_too_large", message + split, {"max_bytes": exc.limit.max_bytes}),
             )
         except Exception:
             log.exception("unhandled error", extra={"request_id": request_id})
@@ -147,9 +153,14 @@ class RequestContextMiddleware:
             )
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
+        limit = body_limit(
+            str(scope.get("path", "")),
+            max_body_bytes=self.max_body_bytes,
+            max_write_body_bytes=self.max_write_body_bytes,
+        )
         declared = _header(scope, b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            raise _TooLarge
+        if declared is not None and declared.isdigit() and int(declared) > limit.max_bytes:
+            raise _TooLarge(limit)  # decided from the header: not one body byte is read
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -158,8 +169,8 @@ class RequestContextMiddleware:
                 break
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.max_body_bytes:
-                raise _TooLarge
+            if size > limit.max_bytes:
+                raise _TooLarge(limit)  # chunked: enforced while streaming
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break

@@ -139,7 +139,9 @@ OPERATIONS: tuple[Operation, ...] = (
             McpTool(
                 "remember_batch",
                 "Remember a batch",
-                "Remember several entries in one revision (all or none); returns their citations.",
+                "Remember several entries in one revision (all or none); returns their citations. "
+                "Over HTTP the request is at most POWERCONTEXT_SERVER_HTTP_MAX_WRITE_BODY_BYTES "
+                "(1 MiB by default): split larger batches.",
                 request=RememberBatchRequest,
             ),
         ),

@@ -38,6 +38,11 @@ from powercontext.memory.models import (
 
 MAX_ID_CHARS = 128
 MAX_CURSOR_CHARS = 256
+MAX_WIRE_BATCH_ENTRIES = 1_000
+"""Entries of one remember request. Within the 1 MiB write body a client could send ~70k tiny
+entries, whose validation holds the GIL: 7.7 s of stalled server on this machine under load
+(bench/keyless_body.py --mode keyed --megabytes 1 --text-chars 1); refused at 1,000, about
+0.1 s. About 1 KiB per entry at the body limit; the SDK sends at most 250 per request."""
 MAX_REVISION = 2**63 - 1
 """The largest revision (and revision bound) either backend stores: a signed 64-bit integer.
 Beyond it SQLite and PostgreSQL would answer differently, so the wire refuses it (422)."""
@@ -201,7 +206,8 @@ class RememberEntryModel(_Wire):
 
 
 class RememberOneRequest(RememberEntryModel):
-    """Remember one entry; creates one revision."""
+    """Remember one entry; creates one revision. Remember bodies are limited to
+    POWERCONTEXT_SERVER_HTTP_MAX_WRITE_BODY_BYTES (default 1 MiB; 413 beyond)."""
 
     scope_id: WireScopeId = _scope_field()
     expected_revision: int | None = _expected_field()
@@ -214,11 +220,15 @@ class RememberBatchRequest(_Wire):
     scope_id: WireScopeId = _scope_field()
     entries: list[RememberEntryModel] = Field(
         min_length=1,
+        max_length=MAX_WIRE_BATCH_ENTRIES,
         description=(
-            "The entries, written in this order in one revision. At most "
-            "POWERCONTEXT_SERVER_RUNTIME_MAX_BATCH_ENTRIES (default 50000) entries "
-            "(413 payload_too_large beyond), within the request body limit "
-            "POWERCONTEXT_SERVER_HTTP_MAX_BODY_BYTES (413)."
+            f"The entries, written in this order in one revision. At most "
+            f"{MAX_WIRE_BATCH_ENTRIES} per request (422 beyond), and at most "
+            "POWERCONTEXT_SERVER_RUNTIME_MAX_BATCH_ENTRIES when that is set lower "
+            "(413 payload_too_large beyond), within the remember body limit "
+            "POWERCONTEXT_SERVER_HTTP_MAX_WRITE_BODY_BYTES (default 1 MiB; 413 decided from "
+            "Content-Length before the body is read). Larger batches are split into several "
+            "requests (the SDK's remember_many does, one revision per part)."
         ),
     )
     expected_revision: int | None = _expected_field()
@@ -516,7 +526,7 @@ class RerankTraceModel(_Wire):
         exclude_if=_is_none,
         description=(
             "The query's class (one_fact, list, count, time, comparison) under "
-            "powercontext.memory.candidates.by_class.v1; absent under the fixed policy."
+            "powercontext.memory.candidates.by_class.v2; absent under the fixed policy."
         ),
     )
     candidate_limit: int | None = Field(

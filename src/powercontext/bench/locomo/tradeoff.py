@@ -1,7 +1,7 @@
 """Candidate limit trade-off on LoCoMo: pool recall against the rerank prompt's size.
 
-For fixed candidate limits (10, 20, 30, 50) and for the by-class candidate policy
-(`powercontext.memory.candidates.by_class.v1`), every question is searched with the limit the
+For fixed candidate limits (10, 20, 30, 40, 50) and for the by-class candidate policy
+(`powercontext.memory.candidates.by_class.v2`), every question is searched with the limit the
 policy gives it. Without a reranker a search with limit c returns exactly the coarse pool a
 reranker with candidate limit c would see (same channel depth, same fusion), so no model is
 needed: the pool's evidence recall is scored per LoCoMo category, and the prompt size is the
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import contextlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -30,9 +30,10 @@ import httpx
 
 from powercontext import ServerSettings
 from powercontext.bench.locomo.backends import WriteMode, bench_settings, open_in_process
-from powercontext.bench.locomo.dataset import CATEGORY_NAMES, load_dataset
+from powercontext.bench.locomo.dataset import load_dataset
 from powercontext.bench.locomo.ingest import covered_dia_ids, plan_ingest
 from powercontext.bench.locomo.metrics import OVERALL, aggregate, score_ranking
+from powercontext.bench.locomo.tradeoff_report import BY_CLASS, markdown, write_tradeoff
 from powercontext.memory.models import MemoryHit, SearchMemoryRequest, SearchMode
 from powercontext.memory.rerank.listwise import LISTWISE_INSTRUCTIONS, build_listwise_prompt
 from powercontext.memory.search.analyze import AnalyzerConfig
@@ -42,8 +43,11 @@ from powercontext.memory.search.candidates import (
     classify_query,
 )
 
-FIXED_LIMITS = (10, 20, 30, 50)
-BY_CLASS = "by_class"
+MEASURED_LIMITS = (10, 20, 30, 40, 50)
+"""The fixed points of the table and of the curve check. 40 is in the curve on purpose: recall
+is concave in the limit, so a policy near 40 candidates would otherwise beat the straight line
+from 30 to 50 without choosing anything by class."""
+ISSUE_LIMITS = (10, 20, 30, 50)
 
 
 def prompt_text(query: str, pool: Sequence[MemoryHit], answer_k: int, max_chars: int) -> str:
@@ -85,17 +89,163 @@ class TokenCounter:
         await self._client.aclose()
 
 
-def on_or_above_curve(fixed: list[tuple[float, float]], point: tuple[float, float]) -> bool:
-    """Whether (size, recall) reaches the fixed-limit curve, linearly interpolated at `size`
-    (beyond the last fixed point the curve is taken as flat)."""
-    size, recall = point
+def curve_recall(fixed: Sequence[tuple[float, float]], size: float) -> float:
+    """The fixed-limit curve's recall at `size`, linearly interpolated between its points
+    (flat beyond the first and the last)."""
     curve = sorted(fixed)
     if size <= curve[0][0]:
-        return recall >= curve[0][1]
+        return curve[0][1]
     for (s0, r0), (s1, r1) in pairwise(curve):
         if s0 <= size <= s1:
-            return recall >= r0 + (r1 - r0) * (size - s0) / (s1 - s0)
-    return recall >= curve[-1][1]
+            return r0 + (r1 - r0) * (size - s0) / (s1 - s0)
+    return curve[-1][1]
+
+
+def on_or_above_curve(fixed: list[tuple[float, float]], point: tuple[float, float]) -> bool:
+    """Whether (size, recall) reaches the fixed-limit curve at `size`."""
+    size, recall = point
+    return recall >= curve_recall(fixed, size)
+
+
+QuestionRow = dict[str, Any]
+"""One question's measurement: conversation, category, query_class and, per measured limit,
+its pool recall, prompt chars (and tokens) and candidate count."""
+
+
+async def measure_questions(
+    data: Path,
+    out: Path,
+    *,
+    limits: Sequence[int] = MEASURED_LIMITS,
+    mode: SearchMode = "auto",
+    answer_k: int = 10,
+    base_settings: ServerSettings | None = None,
+    tokens: TokenCounter | None = None,
+    write: WriteMode = "turns",
+    conversations: Sequence[str] | None = None,
+) -> tuple[list[QuestionRow], dict[str, Any]]:
+    """Every question with evidence, searched once per limit in `limits`; and the run's facts.
+    Any policy whose limits are among `limits` is then scored from these rows alone."""
+    dataset = load_dataset(data)
+    base = base_settings if base_settings is not None else ServerSettings()
+    needed = sorted(set(limits))
+    settings = bench_settings(base, rerank=False, top_k=max(needed), database_path=out / "t.db")
+    runtime_config = settings.runtime
+    analyzer = AnalyzerConfig(
+        language=runtime_config.analyzer_language,
+        drop_query_stopwords=runtime_config.analyzer_drop_query_stopwords,
+        strip_clitics=runtime_config.analyzer_strip_clitics,
+    )
+    max_chars = runtime_config.memory_rerank_max_candidate_chars
+    chosen = [c for c in dataset.conversations if not conversations or c.sample_id in conversations]
+    rows: list[QuestionRow] = []
+    async with open_in_process(settings) as backend:
+        for conversation in chosen:
+            plan = plan_ingest(conversation, "turn")
+            await backend.ingest(plan.scope_id, plan.requests, write)
+            for qa in conversation.qa:
+                if not qa.evidence:
+                    continue
+                measured: dict[str, dict[str, float]] = {}
+                for limit in needed:
+                    request = SearchMemoryRequest(query=qa.question, limit=limit, mode=mode)
+                    pool = (await backend.search(plan.scope_id, request)).hits
+                    ranking = [frozenset(covered_dia_ids(dict(h.metadata))) for h in pool]
+                    recall = score_ranking(ranking, qa.evidence, [limit])[f"recall@{limit}"]
+                    metrics = {
+                        "pool_recall": recall,
+                        "prompt_chars": float(prompt_chars(qa.question, pool, answer_k, max_chars)),
+                        "candidates": float(len(pool)),
+                    }
+                    if tokens is not None:
+                        text = prompt_text(qa.question, pool, answer_k, max_chars)
+                        metrics["prompt_tokens"] = float(await tokens.count(text))
+                    measured[str(limit)] = metrics
+                rows.append(
+                    {
+                        "conversation": conversation.sample_id,
+                        "question": qa.index,
+                        "category": qa.category,
+                        "category_name": qa.category_name,
+                        "query_class": classify_query(qa.question, analyzer),
+                        "limits": measured,
+                    }
+                )
+        describe = backend.describe()
+    facts = {
+        "data": str(data),
+        "dataset_sha256": dataset.sha256,
+        "conversations": [c.sample_id for c in chosen],
+        "mode": mode,
+        "write": write,
+        "answer_k": answer_k,
+        "max_candidate_chars": max_chars,
+        "tokens": (
+            f"{tokens.model} tokenizer (system + user prompt, no chat template)"
+            if tokens is not None
+            else "not measured: no local rerank model was given (--tokens-model)"
+        ),
+        "backend": describe,
+    }
+    return rows, facts
+
+
+def policy_table(
+    rows: Sequence[QuestionRow], class_limits: Mapping[str, int], fixed: Sequence[int]
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Per policy (fixed-c for c in `fixed`, and by_class under `class_limits`) and per
+    category: mean pool recall, prompt size and candidate count."""
+    chosen: dict[str, list[tuple[int, dict[str, float]]]] = {
+        **{f"fixed-{c}": [] for c in fixed},
+        BY_CLASS: [],
+    }
+    for row in rows:
+        for c in fixed:
+            chosen[f"fixed-{c}"].append((row["category"], row["limits"][str(c)]))
+        limit = class_limits[row["query_class"]]
+        chosen[BY_CLASS].append((row["category"], row["limits"][str(limit)]))
+    return {policy: aggregate(scored) for policy, scored in chosen.items()}
+
+
+def curve_margin(
+    table: Mapping[str, Mapping[str, Mapping[str, float]]], fixed: Sequence[int] | None = None
+) -> float:
+    """By-class overall recall minus the fixed-limit curve's recall at its mean prompt size,
+    the curve linearly interpolated through the fixed points `fixed` (default: every fixed
+    point of `table`), flat beyond."""
+    curve = sorted(
+        (point[OVERALL]["prompt_chars"], point[OVERALL]["pool_recall"])
+        for policy, point in table.items()
+        if policy.startswith("fixed-")
+        and (fixed is None or int(policy.removeprefix("fixed-")) in fixed)
+    )
+    size, recall = (table[BY_CLASS][OVERALL][m] for m in ("prompt_chars", "pool_recall"))
+    return recall - curve_recall(curve, size)
+
+
+def summarize(
+    rows: Sequence[QuestionRow],
+    facts: Mapping[str, Any],
+    class_limits: Mapping[str, int] | None = None,
+    fixed: Sequence[int] = MEASURED_LIMITS,
+) -> dict[str, Any]:
+    limits_by_class = {**DEFAULT_CLASS_LIMITS, **(class_limits or {})}
+    table = policy_table(rows, limits_by_class, fixed)
+    classes: dict[str, Counter[str]] = {}
+    for row in rows:
+        classes.setdefault(row["category_name"], Counter())[row["query_class"]] += 1
+    margin = curve_margin(table)
+    return {
+        **facts,
+        "candidate_policy": BY_CLASS_POLICY_ID,
+        "class_limits": limits_by_class,
+        "policies": table,
+        "query_classes": {name: dict(counts) for name, counts in classes.items()},
+        "by_class_curve_margin": round(margin, 6),
+        # The issue's four points only: the straight 30-50 segment sits below fixed-40.
+        "by_class_curve_margin_without_40": round(curve_margin(table, ISSUE_LIMITS), 6),
+        "by_class_on_or_above_fixed_curve": margin >= 0,
+    }
 
 
 async def measure_tradeoff(
@@ -108,151 +258,42 @@ async def measure_tradeoff(
     base_settings: ServerSettings | None = None,
     tokens: TokenCounter | None = None,
     write: WriteMode = "turns",
+    conversations: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    dataset = load_dataset(data)
-    base = base_settings if base_settings is not None else ServerSettings()
-    limits_by_class = {**DEFAULT_CLASS_LIMITS, **(class_limits or {})}
-    needed = sorted(set(FIXED_LIMITS) | set(limits_by_class.values()))
-    settings = bench_settings(base, rerank=False, top_k=max(needed), database_path=out / "t.db")
-    runtime_config = settings.runtime
-    analyzer = AnalyzerConfig(
-        language=runtime_config.analyzer_language,
-        drop_query_stopwords=runtime_config.analyzer_drop_query_stopwords,
-        strip_clitics=runtime_config.analyzer_strip_clitics,
+    limits = sorted(
+        set(MEASURED_LIMITS) | set({**DEFAULT_CLASS_LIMITS, **(class_limits or {})}.values())
     )
-    max_chars = runtime_config.memory_rerank_max_candidate_chars
-    policies = [*(f"fixed-{c}" for c in FIXED_LIMITS), BY_CLASS]
-    rows: dict[str, list[tuple[int, dict[str, float]]]] = {p: [] for p in policies}
-    classes: dict[str, Counter[str]] = {}
-    async with open_in_process(settings) as backend:
-        for conversation in dataset.conversations:
-            plan = plan_ingest(conversation, "turn")
-            await backend.ingest(plan.scope_id, plan.requests, write)
-            for qa in conversation.qa:
-                if not qa.evidence:
-                    continue
-                pools = {}
-                for limit in needed:
-                    request = SearchMemoryRequest(query=qa.question, limit=limit, mode=mode)
-                    pools[limit] = (await backend.search(plan.scope_id, request)).hits
-                query_class = classify_query(qa.question, analyzer)
-                classes.setdefault(qa.category_name, Counter())[query_class] += 1
-                counted: dict[int, int] = {}
-                chosen = {f"fixed-{c}": c for c in FIXED_LIMITS}
-                chosen[BY_CLASS] = limits_by_class[query_class]
-                for policy, limit in chosen.items():
-                    pool = pools[limit]
-                    ranking = [frozenset(covered_dia_ids(dict(h.metadata))) for h in pool]
-                    recall = score_ranking(ranking, qa.evidence, [limit])[f"recall@{limit}"]
-                    size = prompt_chars(qa.question, pool, answer_k, max_chars)
-                    metrics = {
-                        "pool_recall": recall,
-                        "prompt_chars": float(size),
-                        "candidates": float(len(pool)),
-                    }
-                    if tokens is not None:
-                        if limit not in counted:
-                            text = prompt_text(qa.question, pool, answer_k, max_chars)
-                            counted[limit] = await tokens.count(text)
-                        metrics["prompt_tokens"] = float(counted[limit])
-                    rows[policy].append((qa.category, metrics))
-        describe = backend.describe()
-    table = {policy: aggregate(rows[policy]) for policy in policies}
-    fixed_points = [
-        (table[f"fixed-{c}"][OVERALL]["prompt_chars"], table[f"fixed-{c}"][OVERALL]["pool_recall"])
-        for c in FIXED_LIMITS
-    ]
-    by_class = table[BY_CLASS][OVERALL]
-    results = {
-        "data": str(data),
-        "dataset_sha256": dataset.sha256,
-        "mode": mode,
-        "write": write,
-        "answer_k": answer_k,
-        "candidate_policy": BY_CLASS_POLICY_ID,
-        "class_limits": limits_by_class,
-        "max_candidate_chars": max_chars,
-        "tokens": (
-            f"{tokens.model} tokenizer (system + user prompt, no chat template)"
-            if tokens is not None
-            else "not measured: no local rerank model was given (--tokens-model)"
-        ),
-        "policies": table,
-        "query_classes": {name: dict(counts) for name, counts in classes.items()},
-        "by_class_on_or_above_fixed_curve": on_or_above_curve(
-            fixed_points, (by_class["prompt_chars"], by_class["pool_recall"])
-        ),
-        "backend": describe,
-    }
-    return results
-
-
-def write_tradeoff(results: dict[str, Any], out: Path) -> None:
-    (out / "tradeoff.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    (out / "tradeoff.md").write_text(markdown(results), encoding="utf-8")
-    _chart(results, out / "tradeoff.png")
-
-
-def markdown(results: dict[str, Any]) -> str:
-    table = results["policies"]
-    groups = [OVERALL, *(CATEGORY_NAMES[c] for c in sorted(CATEGORY_NAMES))]
-    groups = [g for g in groups if g in table["fixed-10"]]
-    with_tokens = "prompt_tokens" in table["fixed-10"][OVERALL]
-    tokens_head = "mean prompt tokens | " if with_tokens else ""
-    head = f"| policy | mean candidates | mean prompt chars | {tokens_head}" + " | ".join(
-        f"recall {g} (n={int(table['fixed-10'][g]['n'])})" for g in groups
+    rows, facts = await measure_questions(
+        data,
+        out,
+        limits=limits,
+        mode=mode,
+        answer_k=answer_k,
+        base_settings=base_settings,
+        tokens=tokens,
+        write=write,
+        conversations=conversations,
     )
-    lines = [head + " |", "|---" * (3 + with_tokens + len(groups)) + "|"]
-    for policy, by_group in table.items():
-        cells = [f"{by_group[g]['pool_recall']:.3f}" for g in groups]
-        overall = by_group[OVERALL]
-        token_cell = f"{overall['prompt_tokens']:.0f} | " if with_tokens else ""
-        lines.append(
-            f"| {policy} | {overall['candidates']:.1f} | {overall['prompt_chars']:.0f} | "
-            + token_cell
-            + " | ".join(cells)
-            + " |"
-        )
-    classes = ", ".join(
-        f"{name}: " + ", ".join(f"{c} {n}" for c, n in sorted(counts.items()))
-        for name, counts in results["query_classes"].items()
-    )
-    verdict = "on or above" if results["by_class_on_or_above_fixed_curve"] else "below"
-    return (
-        "\n".join(lines)
-        + f"\n\nClass limits: {results['class_limits']}. Query classes per category: {classes}."
-        + f"\n\nThe by-class policy is {verdict} the fixed-limit curve (overall recall at the"
-        " same mean prompt size, linearly interpolated).\n"
-    )
+    return summarize(rows, facts, class_limits)
 
 
-def _chart(results: dict[str, Any], path: Path) -> None:
-    try:
-        import matplotlib
-    except ImportError:
+def split_ids(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+@contextlib.contextmanager
+def token_server(spec: str | None) -> Iterator[str | None]:
+    """The address of a local llama.cpp server for `spec`'s tokenizer; None without a spec."""
+    if not spec:
+        yield None
         return
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from powercontext.inference.llamacpp import LlamaCppServer, model_path
 
-    table = results["policies"]
-    figure, axis = plt.subplots(figsize=(6, 4))
-    fixed = [p for p in table if p.startswith("fixed-")]
-    xs = [table[p][OVERALL]["prompt_chars"] for p in fixed]
-    ys = [table[p][OVERALL]["pool_recall"] for p in fixed]
-    axis.plot(xs, ys, marker="o", label="fixed candidate limit")
-    for policy, x, y in zip(fixed, xs, ys, strict=True):
-        axis.annotate(
-            policy.removeprefix("fixed-"), (x, y), textcoords="offset points", xytext=(4, -10)
-        )
-    by_class = table[BY_CLASS][OVERALL]
-    axis.plot([by_class["prompt_chars"]], [by_class["pool_recall"]], "r*", ms=12, label="by class")
-    axis.set_xlabel("mean listwise prompt size per rerank (characters)")
-    axis.set_ylabel("pool evidence recall (overall, categories 1-4)")
-    axis.grid(alpha=0.3)
-    axis.legend(loc="lower right")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    server = LlamaCppServer.start(model_path(spec), threads=1, context_size=512)
+    try:
+        yield server.address
+    finally:
+        server.close()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -267,18 +308,11 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="a llamacpp: model (e.g. llamacpp:smollm2) whose tokenizer counts prompt tokens",
     )
+    parser.add_argument("--conversations", default=None, help="sample ids, comma separated")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    server = None
-    if args.tokens_model:
-        from powercontext.inference.llamacpp import LlamaCppServer, model_path
-
-        server = LlamaCppServer.start(model_path(args.tokens_model), threads=1, context_size=512)
-    try:
-        results = asyncio.run(_measure(args, server.address if server else None))
-    finally:
-        if server is not None:
-            server.close()
+    with token_server(args.tokens_model) as address:
+        results = asyncio.run(_measure(args, address))
     write_tradeoff(results, args.out)
     print(markdown(results))
 
@@ -293,6 +327,7 @@ async def _measure(args: argparse.Namespace, token_address: str | None) -> dict[
             answer_k=args.answer_k,
             tokens=tokens,
             write=args.write,
+            conversations=split_ids(args.conversations),
         )
     finally:
         if tokens is not None:
