@@ -107,6 +107,19 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "defaults, context +-3": {"index_context_before": 3, "index_context_after": 3},
     "defaults, vector weight 0.7": {"search_rrf_weight_vector": 0.7},
     "defaults + clitics": {"analyzer_strip_clitics": True},
+    "defaults -feedback": {"search_feedback_docs": 0},
+    "defaults, feedback 10 terms": {"search_feedback_terms": 10},
+    "defaults, feedback 5 docs, 10 terms": {"search_feedback_docs": 5, "search_feedback_terms": 10},
+    "defaults, feedback 10 docs, 10 terms": {
+        "search_feedback_docs": 10,
+        "search_feedback_terms": 10,
+    },
+    "defaults, feedback 5 docs": {"search_feedback_docs": 5},
+    "defaults + vector feedback": {"search_vector_feedback_docs": 1},
+    "defaults -feedback + vector feedback": {
+        "search_feedback_docs": 0,
+        "search_vector_feedback_docs": 1,
+    },
 }
 
 

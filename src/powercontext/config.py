@@ -109,6 +109,21 @@ class RuntimeConfig(_Group):
     search_field_weight_context: float = Field(default=0.5, ge=0.0, le=10.0)
     """Full-text channel (BM25F): a neighbour's word against the entry's own word (1.0)."""
     search_field_weight_speaker: float = Field(default=0.5, ge=0.0, le=10.0)
+    search_feedback_docs: int = Field(default=3, ge=0, le=50)
+    """Pseudo-relevance feedback in the full-text channel: the first N admitted entries are
+    read as relevant, and their shared specific words run the channel again (0: off). 3,
+    not 5 or 10: the fewer, the surer they are relevant (measured in docs/search-quality.md)."""
+    search_feedback_terms: int = Field(default=5, ge=0, le=50)
+    """Expansion terms taken from the feedback entries (5: as good as 10 on LoCoMo, and each
+    term is one more posting list in the second full-text run)."""
+    search_feedback_weight: float = Field(default=0.5, ge=0.0, le=10.0)
+    """The expansion ranking's weight against the question's own (1.0), merged by RRF."""
+    search_vector_feedback_docs: int = Field(default=0, ge=0, le=10)
+    """Query expansion in the vector channel: the text of the first N admitted full-text
+    entries joins the question in a second query embedding (0: off; one more embedding and
+    vector search per hybrid query)."""
+    search_vector_feedback_weight: float = Field(default=0.5, ge=0.0, le=10.0)
+    """The expanded query's ranking against the question's own (1.0), merged by RRF."""
     search_participant_boost: float = Field(default=0.5, ge=0.0, le=10.0)
     """A query naming an entry's speaker multiplies the entry's fused score by 1 + this, in
     both channels' candidates (0: off)."""

@@ -19,7 +19,9 @@ from powercontext.memory.rerank.cache import RerankCache
 from powercontext.memory.rerank.guard import GuardedReranker
 from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.candidates import CandidatePolicy
+from powercontext.memory.search.feedback import FeedbackConfig
 from powercontext.memory.search.fields import FieldWeights
+from powercontext.memory.search.vector_feedback import VectorFeedbackConfig
 from powercontext.memory.service import MemoryService, SearchConfig, SearchObserver
 
 log = logging.getLogger("powercontext.runtime")
@@ -95,6 +97,15 @@ def search_config(settings: ServerSettings) -> SearchConfig:
             strip_clitics=runtime.analyzer_strip_clitics,
         ),
         participant_boost=runtime.search_participant_boost,
+        feedback=FeedbackConfig(
+            docs=runtime.search_feedback_docs,
+            terms=runtime.search_feedback_terms,
+            weight=runtime.search_feedback_weight,
+        ),
+        vector_feedback=VectorFeedbackConfig(
+            docs=runtime.search_vector_feedback_docs,
+            weight=runtime.search_vector_feedback_weight,
+        ),
         fields=FieldWeights(
             context=runtime.search_field_weight_context,
             speaker=runtime.search_field_weight_speaker,

@@ -57,8 +57,10 @@ from powercontext.memory.scoped import ScopedMemory, validate_scope_id
 from powercontext.memory.scopes import ScopeSummary, scope_summaries
 from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.candidates import CandidatePolicy
+from powercontext.memory.search.feedback import FeedbackConfig
 from powercontext.memory.search.fields import FieldWeights
 from powercontext.memory.search.pipeline import SearchPipeline
+from powercontext.memory.search.vector_feedback import VectorFeedbackConfig
 from powercontext.memory.transfer import EntryCounts, NewEntry, OnExisting, add_entries
 
 log = logging.getLogger("powercontext.memory")
@@ -77,6 +79,11 @@ class SearchConfig:
     participant_boost: float = 0.0
     """A query naming an entry's speaker multiplies its fused score by 1 + this (0: off)."""
     fields: FieldWeights = field(default_factory=FieldWeights)
+    feedback: FeedbackConfig = field(default_factory=lambda: FeedbackConfig(docs=0))
+    """Pseudo-relevance feedback in the full-text channel (search.feedback); off here,
+    on in the server's settings."""
+    vector_feedback: VectorFeedbackConfig = field(default_factory=VectorFeedbackConfig)
+    """Query expansion in the vector channel (search.vector_feedback); off unless set."""
     """Weights of the neighbour and speaker fields in the full-text channel (search.fields)."""
     index: IndexTextConfig = field(default_factory=IndexTextConfig)
     """What the channels index per entry: template and contextual neighbours."""

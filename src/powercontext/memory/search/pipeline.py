@@ -3,8 +3,8 @@
 `SearchPipeline.search_batch` reads the head and picks each request's mode; `_search_at` then
 runs the README's flow for one request:
 
-    analyze -> channels -> admit -> fuse (-> participants) -> hits -> rerank -> normalize
-    ranks -> resolve
+    analyze -> channels -> admit -> feedback -> fuse (-> participants) -> hits -> rerank
+    -> normalize ranks -> resolve
 
 Each stage is a pure function in `memory/search/`; this class only sequences them around the
 two ports that do I/O (the store, the reranker) and the query embedding.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from powercontext.memory.backfill import warn_auto_served_fts
@@ -38,6 +38,7 @@ from powercontext.memory.rerank.deadline import search_deadline
 from powercontext.memory.search.admission import Admission, admit
 from powercontext.memory.search.analyze import analyze, query_terms
 from powercontext.memory.search.candidates import CandidateChoice
+from powercontext.memory.search.feedback import feed_back
 from powercontext.memory.search.fields import SPEAKER_PREFIX
 from powercontext.memory.search.fusion import FusedCandidate, channel_scores, fuse_rrf
 from powercontext.memory.search.modes import (
@@ -50,6 +51,7 @@ from powercontext.memory.search.modes import (
 from powercontext.memory.search.participants import favour_participants, named_participants
 from powercontext.memory.search.ranks import resolve
 from powercontext.memory.search.rerank_trace import log_rerank, rerank_trace
+from powercontext.memory.search.vector_feedback import VectorFeedbackConfig, with_vector_feedback
 from powercontext.memory.vectors import unit_vector
 
 if TYPE_CHECKING:
@@ -184,8 +186,6 @@ class SearchPipeline:
     ) -> MemorySearchPage:
         plan = self._analyze(request, mode, query_vector)
         retrieved = await self._retrieve(scope_id, head, plan)
-        # A later stage that feeds the first pool back into the query (pseudo-relevance feedback)
-        # goes here: it derives a new QueryPlan from `retrieved` and calls `_retrieve` again.
         pool = await self._hits(scope_id, head, retrieved)
         ref = MemoryRef(scope_id=scope_id, revision=head)
         reranker = self._service.reranker
@@ -215,7 +215,7 @@ class SearchPipeline:
         )
 
     async def _retrieve(self, scope_id: str, head: int, plan: QueryPlan) -> Retrieved:
-        """channels -> admit -> fuse (-> participants): the coarse pool of one plan."""
+        """channels -> admit -> feedback -> fuse (-> participants): the coarse pool of one plan."""
         fts_found, vector_found = await asyncio.gather(
             self._fts(scope_id, head, plan), self._vector(scope_id, head, plan)
         )
@@ -228,6 +228,7 @@ class SearchPipeline:
         admitted = admit(
             fts_found, vector_found, plan.terms, min_similarity=floor, min_score=request.min_score
         )
+        admitted = await self._feed_back(scope_id, head, plan, admitted, floor)
         explained = channel_scores(
             admitted.keys,
             {
@@ -236,6 +237,42 @@ class SearchPipeline:
             },
         )
         return Retrieved(await self._fuse(scope_id, plan, admitted), explained)
+
+    async def _feed_back(
+        self, scope_id: str, head: int, plan: QueryPlan, admitted: Admission, floor: float
+    ) -> Admission:
+        """Each channel asked again with what its first matches share (search.feedback)."""
+        config, floor_score = self._config, plan.request.min_score
+
+        async def fts_again(expansion: list[str]) -> list[FtsCandidate]:
+            found = await self._fts(scope_id, head, replace(plan, terms=tuple(expansion)))
+            return [c for c in found if floor_score is None or c.score >= floor_score]
+
+        async def vector_again(text: str) -> list[VectorCandidate]:
+            embedder = self._service.embedder
+            if embedder is None:
+                return []
+            vector = unit_vector(await embedder.embed_query(text), embedder.profile.dimension)
+            return await self._vector(scope_id, head, replace(plan, vector=vector))
+
+        async def texts(keys: list[int]) -> list[str]:
+            rows = await self._store.fetch_versions(scope_id, keys)
+            return [rows[key].text for key in keys if key in rows]
+
+        admitted = await feed_back(
+            admitted, plan.terms, fts_again, config.feedback, config.analyzer, k=config.rrf_k
+        )
+        vector_keys = await with_vector_feedback(
+            plan.request.query,
+            admitted.keys["fts"],
+            admitted.keys["vector"],
+            texts,
+            vector_again,
+            config.vector_feedback if plan.vector is not None else VectorFeedbackConfig(),
+            floor=floor,
+            k=config.rrf_k,
+        )
+        return replace(admitted, keys={"fts": admitted.keys["fts"], "vector": vector_keys})
 
     async def _fts(self, scope_id: str, head: int, plan: QueryPlan) -> list[FtsCandidate]:
         if not uses_fts(plan.mode) or not plan.terms:

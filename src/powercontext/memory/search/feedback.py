@@ -1,0 +1,151 @@
+"""Pseudo-relevance feedback for the full-text channel.
+
+A question and its evidence often share no content word ("camping" against "we roasted
+marshmallows"), but the entries the question does match best tend to sit among words of the
+same topic. Feedback takes the channel's first few admitted entries as relevant, picks the
+words they share that are specific to them (common in those few, rare among the rest of the
+candidates), runs the channel again with those words, and merges the second ranking into
+the first at a lower weight. The question's best matches keep the lead: an entry found only
+through the expansion ranks behind the question's first k + 1 at weight 0.5.
+
+Only the entries' own words are read (not their neighbours' or speaker fields), and the
+query's terms, stop words, tokens shorter than three characters and words that most of the
+channel's candidates hold are never expansion terms. The second ranking passes the same
+admission rule as the first, counted over the expansion terms. Everything here is pure:
+the caller supplies the channel as a function.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from powercontext.memory.ports import FtsCandidate
+from powercontext.memory.search.admission import Admission, admit
+from powercontext.memory.search.analyze import AnalyzerConfig, analyze
+from powercontext.memory.search.fields import PREFIXES
+
+MIN_TERM_CHARS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackConfig:
+    docs: int = 3
+    """The first admitted full-text entries read as relevant; 0 turns feedback off."""
+    terms: int = 5
+    """Expansion terms taken from them."""
+    weight: float = 0.5
+    """The expansion ranking's weight against the question's own (1.0) when merged."""
+    min_docs: int = 2
+    """An expansion term must occur in at least this many of the feedback entries: a word
+    in one entry only says what that entry is about, not what the question's topic is."""
+    max_share: float = 0.5
+    """...and in at most this share of all the channel's candidates: a word most of them
+    hold (a name, a template's word) says nothing the question did not."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.docs > 0 and self.terms > 0 and self.weight > 0
+
+
+@lru_cache(maxsize=8)
+def _stemmed_stopwords(analyzer: AnalyzerConfig) -> frozenset[str]:
+    return frozenset(analyze(" ".join(sorted(analyzer.stopwords)), analyzer))
+
+
+def feedback_terms(
+    query: Sequence[str],
+    ranked: Sequence[FtsCandidate],
+    admitted: Sequence[int],
+    config: FeedbackConfig,
+    analyzer: AnalyzerConfig,
+) -> list[str]:
+    """The expansion terms: own words of the first `docs` admitted entries, scored by how
+    many of them hold the word times its rarity among all the channel's candidates."""
+    by_key = {c.key: c for c in ranked}
+    top = [by_key[key] for key in admitted[: config.docs] if key in by_key]
+    if len(top) < config.min_docs:
+        return []
+    excluded = frozenset(query) | _stemmed_stopwords(analyzer)
+    in_top: Counter[str] = Counter()
+    for candidate in top:
+        in_top.update(
+            t
+            for t in candidate.tokens
+            if len(t) >= MIN_TERM_CHARS and not t.startswith(PREFIXES) and t not in excluded
+        )
+    in_all: Counter[str] = Counter()
+    for candidate in ranked:
+        in_all.update(t for t in candidate.tokens if t in in_top)
+    total = len(ranked)
+    scored = [
+        (count * math.log(1.0 + total / in_all[term]), term)
+        for term, count in in_top.items()
+        if count >= config.min_docs and in_all[term] <= config.max_share * total
+    ]
+    scored.sort(key=lambda pair: (-pair[0], pair[1]))
+    return [term for _, term in scored[: config.terms]]
+
+
+def merge_rankings(
+    first: Sequence[int], second: Sequence[int], *, weight: float, k: int
+) -> list[int]:
+    """One ranking from the question's (weight 1) and the expansion's, by reciprocal rank."""
+    scores: dict[int, float] = {}
+    for rank, key in enumerate(first, start=1):
+        scores[key] = 1.0 / (k + rank)
+    for rank, key in enumerate(second, start=1):
+        scores[key] = scores.get(key, 0.0) + weight / (k + rank)
+    order = {key: i for i, key in enumerate((*first, *second))}
+    return sorted(scores, key=lambda key: (-scores[key], order[key]))
+
+
+async def with_feedback(
+    query: Sequence[str],
+    found: Sequence[FtsCandidate],
+    admitted: list[int],
+    channel: Callable[[list[str]], Awaitable[list[FtsCandidate]]],
+    config: FeedbackConfig,
+    analyzer: AnalyzerConfig,
+    *,
+    k: int,
+) -> tuple[list[int], list[FtsCandidate]]:
+    """The admitted full-text ranking with the expansion merged in, and the candidates the
+    second run found (for explain and participant checks). Unchanged when feedback is off
+    or finds no expansion term."""
+    if not config.enabled:
+        return admitted, []
+    expansion = feedback_terms(query, found, admitted, config, analyzer)
+    if not expansion:
+        return admitted, []
+    second = await channel(expansion)
+    again = admit(second, (), expansion).keys["fts"]
+    merged = merge_rankings(admitted, again, weight=config.weight, k=k)
+    return merged, second
+
+
+async def feed_back(
+    admitted: Admission,
+    terms: Sequence[str],
+    channel: Callable[[list[str]], Awaitable[list[FtsCandidate]]],
+    config: FeedbackConfig,
+    analyzer: AnalyzerConfig,
+    *,
+    k: int,
+) -> Admission:
+    """The feedback stage over one admission: the full-text keys with the expansion merged
+    in; the second run's new candidates join `fts_found` (explain, participants)."""
+    keys, fed = await with_feedback(
+        terms, admitted.fts_found, admitted.keys["fts"], channel, config, analyzer, k=k
+    )
+    if not fed:
+        return admitted
+    known = {c.key for c in admitted.fts_found}
+    return Admission(
+        fts_found=[*admitted.fts_found, *(c for c in fed if c.key not in known)],
+        vector_found=admitted.vector_found,
+        keys={"fts": keys, "vector": admitted.keys["vector"]},
+    )

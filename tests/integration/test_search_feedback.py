@@ -1,0 +1,78 @@
+"""Feedback in both channels through open_runtime on a real SQLite file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from powercontext import open_runtime
+from powercontext.memory import RememberMemoryRequest, SearchMemoryRequest
+from powercontext.testing import FakeEmbedder
+from tests.integration.conftest import sqlite_settings
+
+TEXTS = [
+    "We went camping by the lake and roasted marshmallows in the tent.",
+    "Camping again: marshmallows, a tent, and a campfire.",
+    "The kids loved the marshmallows and sleeping in a tent.",
+    "The quarterly report is due on Monday.",
+    "My brother hates camping.",
+    "Camping gear prices went up this year.",
+]
+CAMPING = [TEXTS[0], TEXTS[1], TEXTS[4], TEXTS[5]]
+
+
+async def _found(path: Path, query: str, mode: str, **runtime: object) -> list[str]:
+    async with open_runtime(sqlite_settings(path, "hash", **runtime)) as rt:
+        memory = rt.memory.for_scope("chat")
+        await memory.remember_many([RememberMemoryRequest(text=text) for text in TEXTS])
+        page = await memory.search(SearchMemoryRequest(query=query, mode=mode))  # type: ignore[arg-type]
+        return [hit.text for hit in page.hits]
+
+
+async def test_full_text_feedback_finds_the_entry_that_shares_the_topic_not_the_words(
+    tmp_path: Path,
+) -> None:
+    without = await _found(tmp_path / "off.db", "camping", "fts", search_feedback_docs=0)
+    assert sorted(without) == sorted(CAMPING)
+    # Every match is read as relevant; tent and marshmallows are in two of them, and in at
+    # most half the candidates: the third tent entry joins behind the question's matches.
+    found = await _found(tmp_path / "on.db", "camping", "fts", search_feedback_docs=4)
+    assert sorted(found[:4]) == sorted(CAMPING)
+    assert found[4:] == [TEXTS[2]]
+
+
+async def test_vector_feedback_embeds_the_question_with_the_best_full_text_match(
+    tmp_path: Path,
+) -> None:
+    for docs, calls in ((0, 1), (1, 2)):
+        embedder = FakeEmbedder(64)
+        settings = sqlite_settings(
+            tmp_path / f"{docs}.db", "hash", search_vector_feedback_docs=docs
+        )
+        async with open_runtime(settings, embedding_model=embedder) as rt:
+            memory = rt.memory.for_scope("chat")
+            await memory.remember_many([RememberMemoryRequest(text=text) for text in TEXTS])
+            before = embedder.query_calls
+            page = await memory.search(SearchMemoryRequest(query="camping", mode="hybrid"))
+            assert embedder.query_calls - before == calls, docs
+            assert page.hits[0].text in CAMPING
+        # The expansion failing must not fail the search: the question's own ranking stands.
+    embedder = FakeEmbedder(64)
+    async with open_runtime(
+        sqlite_settings(tmp_path / "fail.db", "hash", search_vector_feedback_docs=1),
+        embedding_model=embedder,
+    ) as rt:
+        memory = rt.memory.for_scope("chat")
+        await memory.remember_many([RememberMemoryRequest(text=text) for text in TEXTS])
+        original = embedder.embed_query
+        seen: list[str] = []
+
+        async def second_fails(text: str):  # type: ignore[no-untyped-def]
+            seen.append(text)
+            if len(seen) > 1:
+                raise ConnectionError("provider down")
+            return await original(text)
+
+        embedder.embed_query = second_fails  # type: ignore[method-assign]
+        page = await memory.search(SearchMemoryRequest(query="camping", mode="hybrid"))
+        assert len(seen) == 2 and seen[1].startswith("camping\n")
+        assert page.hits
