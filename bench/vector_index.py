@@ -8,8 +8,10 @@ search asks each channel) and recall@30 against exact search. Recall is tie-awar
 row counts when its exact similarity reaches the exact 30th best.
 
 `--vectors hashing` embeds the same texts with the feature-hashing embedder (sparse: ~14
-non-zeros of 384), `--vectors lowrank` uses near-isotropic vectors of rank 32 in a positive
-cone; both are cases where sign bits alone lose answers. `lost` counts queries whose exact
+non-zeros of 384), `--vectors lowrank` uses vectors of rank `--rank` (default 32) in a
+positive cone; both are cases where raw sign bits lose answers (issue 20). Snapshots are off,
+so every variant's cold call fills from the database. With PYTHONPATH pointing at an older
+checkout, the same script measures that code ("before"). `lost` counts queries whose exact
 best match has cosine >= 0.3 (the vector admission threshold) but that got no row >= 0.3.
 
     python bench/vector_index.py                     # 100k; bench/results/vector_index.json
@@ -41,15 +43,20 @@ from powercontext.storage.sqlite import IndexOptions, SqliteMemoryStore
 
 SCOPE, PROFILE = "bench", "bench-topic:384"
 ADMISSION = 0.3
+# Snapshots off: "cold" is a fill from the database, and variants must not map each other's
+# files. (Checked by name so that this script also measures the code before issue 20.)
+_FRESH: dict[str, Any] = (
+    {"snapshots": False} if "snapshots" in IndexOptions.__dataclass_fields__ else {}
+)
 VARIANTS: dict[str, IndexOptions] = {
-    "exact": IndexOptions(ann=False),
+    "exact": IndexOptions(ann=False, **_FRESH),
     "signbits rescore 500": IndexOptions(
-        rescore_min=500, rescore_per_result=10, rescore_fraction=0.0
+        rescore_min=500, rescore_per_result=10, rescore_fraction=0.0, **_FRESH
     ),
-    "signbits (default)": IndexOptions(),
-    "signbits rescore 2000": IndexOptions(rescore_min=2000),
-    "hnsw ef 256": IndexOptions(ann_method="hnsw"),
-    "hnsw ef 512": IndexOptions(ann_method="hnsw", ann_ef_search=512),
+    "signbits (default)": IndexOptions(**_FRESH),
+    "signbits rescore 2000": IndexOptions(rescore_min=2000, **_FRESH),
+    "hnsw ef 256": IndexOptions(ann_method="hnsw", **_FRESH),
+    "hnsw ef 512": IndexOptions(ann_method="hnsw", ann_ef_search=512, **_FRESH),
 }
 
 
@@ -119,7 +126,7 @@ def hashing_corpus(entries: int, queries: int) -> data.Corpus:
     return data.Corpus(texts, embedder.embed_sync(texts), asked, embedder.embed_sync(asked))
 
 
-def lowrank_corpus(entries: int, queries: int, rank: int = 32) -> data.Corpus:
+def lowrank_corpus(entries: int, queries: int, rank: int) -> data.Corpus:
     rng = np.random.default_rng(3)
     basis = np.abs(rng.standard_normal((rank, data.DIMENSION))).astype(np.float32)
 
@@ -134,8 +141,14 @@ def lowrank_corpus(entries: int, queries: int, rank: int = 32) -> data.Corpus:
 CORPORA = {"corpus": data.build, "hashing": hashing_corpus, "lowrank": lowrank_corpus}
 
 
-async def run(entries: int, queries: int, names: list[str], vectors: str) -> dict[str, Any]:
-    corpus = CORPORA[vectors](entries, queries)
+async def run(
+    entries: int, queries: int, names: list[str], vectors: str, rank: int
+) -> dict[str, Any]:
+    corpus = (
+        lowrank_corpus(entries, queries, rank)
+        if vectors == "lowrank"
+        else CORPORA[vectors](entries, queries)
+    )
     with tempfile.TemporaryDirectory(prefix="pc-vectors-") as tmp:
         path = Path(tmp) / "vectors.db"
         started = time.perf_counter()
@@ -149,6 +162,7 @@ async def run(entries: int, queries: int, names: list[str], vectors: str) -> dic
         "entries": entries,
         "queries": queries,
         "vectors": vectors,
+        **({"rank": rank} if vectors == "lowrank" else {}),
         "variants": rows,
         "machine": data.machine(),
     }
@@ -160,12 +174,14 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--vectors", choices=list(CORPORA), default="corpus")
+    parser.add_argument("--rank", type=int, default=32, help="rank of --vectors lowrank")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     if args.output is None:
         suffix = "" if args.vectors == "corpus" else f"_{args.vectors}"
+        suffix += f"{args.rank}" if args.vectors == "lowrank" else ""
         args.output = data.RESULTS / f"vector_index{suffix}.json"
-    payload = asyncio.run(run(args.entries, args.queries, args.variants, args.vectors))
+    payload = asyncio.run(run(args.entries, args.queries, args.variants, args.vectors, args.rank))
     args.output.parent.mkdir(exist_ok=True)
     args.output.write_text(json.dumps(payload, indent=2))
     print(f"wrote {args.output}")

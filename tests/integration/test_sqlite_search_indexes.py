@@ -230,14 +230,15 @@ async def test_sparse_queries_are_scored_exactly(tmp_path: Path) -> None:
 async def test_rows_that_fail_the_sign_bit_self_check_are_searched_exactly(
     tmp_path: Path,
 ) -> None:
-    store, vectors = await _hashed(tmp_path / "v.sqlite3", 3000)
-    exact = await SqliteMemoryStore.open(tmp_path / "v.sqlite3", index=IndexOptions(ann=False))
+    # Isotropic rows: every pair is nearly orthogonal, so the 30 nearest are hardly nearer
+    # than the rest and 120 rows by Hamming distance miss most of them (self-check ~0.5).
+    path = tmp_path / "v.sqlite3"
+    store = await SqliteMemoryStore.open(path, index=_SPARSE_OPTIONS)
+    result = await store.commit("s", None, [_add(i, f"row {i}") for i in range(3000)])
+    await store.put_vectors("s", "p", list(zip(result.keys, _units(3000, 5), strict=True)))
+    exact = await SqliteMemoryStore.open(path, index=IndexOptions(ann=False))
     try:
-        rng = np.random.default_rng(8)
-        for _ in range(10):
-            # Dense queries (a mix of 40 rows) over sparse rows.
-            query = vectors[rng.choice(3000, size=40, replace=False)].sum(axis=0)
-            assert np.count_nonzero(query) > 96
+        for query in _units(10, 8):
             found = await store.vector_candidates("s", 1, "p", query, limit=30)
             truth = await exact.vector_candidates("s", 1, "p", query, limit=30)
             assert _similarities(found) == _similarities(truth)

@@ -1,11 +1,12 @@
-"""Sign-bit pre-filter: distances are true Hamming distances, masks are exact, cuts keep ties."""
+"""Sign-bit pre-filter: distances are true Hamming distances (of the rotated vectors), masks
+are exact, cuts keep ties."""
 
 from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.storage.sqlite.signbits import SignBits
+from powercontext.storage.sqlite.signbits import SignBits, rotation
 
 
 def _rows(count: int, dimension: int, seed: int) -> npt.NDArray[np.float32]:
@@ -24,7 +25,10 @@ def test_distances_equal_the_count_of_differing_signs_for_odd_dimensions() -> No
     vectors = _rows(300, 100, 1)  # 100 dimensions: two words, the second one padded
     bits = _filled(vectors)
     query = _rows(1, 100, 2)[0]
-    expected = ((vectors > 0) != (query > 0)).sum(axis=1)
+    # Signs of the rotated vectors (signbits.rotation), rotated as SignBits rotates them.
+    rotated_rows = vectors @ rotation(100)
+    rotated_query = np.einsum("j,jk->k", query, rotation(100))
+    expected = ((rotated_rows > 0) != (rotated_query > 0)).sum(axis=1)
     assert bits.words == 2
     assert np.array_equal(bits.distances(query, 300), expected)
 

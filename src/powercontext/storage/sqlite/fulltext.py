@@ -33,6 +33,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +41,7 @@ import numpy.typing as npt
 from powercontext.memory.ports import FtsCandidate
 from powercontext.memory.search import bm25
 from powercontext.memory.search.fields import CONTEXT_PREFIX, FieldWeights, own_length
+from powercontext.storage.sqlite import term_snapshots
 from powercontext.storage.sqlite.vectors import NOT_REMOVED, grow
 
 _REPLAY_LIMIT = 1_000
@@ -49,7 +51,7 @@ _FETCH = 20_000
 """Rows read per fetchmany while filling the cache, bounding the transient Python objects."""
 
 
-class _Postings:
+class Postings:
     """Growable (row, term frequency) arrays of one term, rows ascending."""
 
     __slots__ = ("rows", "size", "tfs")
@@ -58,6 +60,13 @@ class _Postings:
         self.rows: npt.NDArray[np.int32] = np.zeros(4, dtype=np.int32)
         self.tfs: npt.NDArray[np.float32] = np.zeros(4, dtype=np.float32)
         self.size = 0
+
+    @classmethod
+    def of(cls, rows: npt.NDArray[np.int32], tfs: npt.NDArray[np.float32]) -> Postings:
+        """Postings over existing arrays (a snapshot's mapping); the first append copies."""
+        postings = cls()
+        postings.rows, postings.tfs, postings.size = rows, tfs, int(rows.shape[0])
+        return postings
 
     def extend(self, rows: npt.NDArray[np.int32], tfs: npt.NDArray[np.float32]) -> None:
         end = self.size + rows.shape[0]
@@ -73,12 +82,21 @@ class _Postings:
 class ScopeTerms:
     """The cached postings of one scope. Callers hold `lock` around refresh + search."""
 
-    def __init__(self, scope_id: str) -> None:
+    def __init__(
+        self, scope_id: str, snapshot: Path | None = None, snapshot_min_rows: int = 20_000
+    ) -> None:
         self.scope_id = scope_id
         self.lock = threading.Lock()
-        self._reset()
+        self.snapshot = snapshot
+        """This scope's snapshot file (term_snapshots.py); None: never persisted."""
+        self._snapshot_tried = snapshot is None
+        self._snapshot_min_rows = snapshot_min_rows
+        self.reset()
 
-    def _reset(self) -> None:
+    def reset(self) -> None:
+        self.snapshot_size = 0
+        self.rows_since_snapshot = 0
+        """Rows read from the database since the snapshot was written or mapped."""
         self.size = 0
         self.keys: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.added: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
@@ -91,7 +109,7 @@ class ScopeTerms:
         self.own_total = 0.0
         self.context_lengths: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
         self.context_total = 0.0
-        self.terms: dict[str, _Postings] = {}
+        self.terms: dict[str, Postings] = {}
         self.term_ids: dict[str, int] = {}
         self.names: list[str] = []
         # Each row's distinct term ids, rows one after another; a row's run ends at token_end.
@@ -103,7 +121,7 @@ class ScopeTerms:
         self.last_key = 0
         self.last_head = 0
         self.last_rewrite = 0
-        self._rewritten: dict[int, npt.NDArray[np.int32]] = {}
+        self.rewritten: dict[int, npt.NDArray[np.int32]] = {}
         """Distinct term ids of rows whose tokens were rewritten after they were cached."""
         self._inactive: tuple[int, npt.NDArray[np.int64]] | None = None
         # Norms, weights and scores are float64 (lengths and frequencies, small integers, are
@@ -115,6 +133,9 @@ class ScopeTerms:
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Catch up with the database, within the caller's read transaction."""
+        if not self._snapshot_tried:
+            self._snapshot_tried = True
+            term_snapshots.restore(self, conn)
         head_row = conn.execute(
             "SELECT head_revision FROM scopes WHERE scope_id = ?", (self.scope_id,)
         ).fetchone()
@@ -124,12 +145,14 @@ class ScopeTerms:
         ).fetchone()
         rewrite = int(rewrite_row[0]) if rewrite_row and rewrite_row[0] is not None else 0
         if rewrite > self.last_rewrite and self._many_rewrites(conn):
-            self._reset()  # a rebuild rewrote much of the scope: reading it afresh is cheaper
+            self.reset()  # a rebuild rewrote much of the scope: reading it afresh is cheaper
         cached = self.last_key
         if head > self.last_head:
             self._catch_up(conn, head)
         if rewrite > self.last_rewrite:
             self._replay_rewrites(conn, rewrite, cached)
+        if term_snapshots.due(self, self._snapshot_min_rows):
+            term_snapshots.save(self)
 
     def _many_rewrites(self, conn: sqlite3.Connection) -> bool:
         row = conn.execute(
@@ -165,17 +188,17 @@ class ScopeTerms:
         for term, tf in counts.items():
             postings = self.terms.get(term)
             if postings is None:
-                postings = self.terms[term] = _Postings()
+                postings = self.terms[term] = Postings()
                 self.term_ids[term] = len(self.names)
                 self.names.append(term)
             if not self._set_tf(postings, row, float(tf)):
                 postings.extend(np.array([row], dtype=np.int32), np.array([tf], dtype=np.float32))
             ids.append(self.term_ids[term])
-        self._rewritten[row] = np.asarray(ids, dtype=np.int32)
+        self.rewritten[row] = np.asarray(ids, dtype=np.int32)
         self._set_lengths(row, row + 1, [tokens])
 
     @staticmethod
-    def _set_tf(postings: _Postings, row: int, tf: float) -> bool:
+    def _set_tf(postings: Postings, row: int, tf: float) -> bool:
         found = np.flatnonzero(postings.rows[: postings.size] == row)
         if found.size == 0:
             return False
@@ -207,6 +230,7 @@ class ScopeTerms:
         token_lists = [row[3].split() for row in rows]
         lengths = self._set_lengths(start, end, token_lists)
         self.size = end
+        self.rows_since_snapshot += count
         self.last_key = int(rows[-1][0])
         self._weights.clear()  # the average length changed
         self._norms.clear()
@@ -232,7 +256,7 @@ class ScopeTerms:
             name = names[local]
             postings = self.terms.get(name)
             if postings is None:
-                postings = self.terms[name] = _Postings()
+                postings = self.terms[name] = Postings()
                 self.term_ids[name] = len(self.names)
                 self.names.append(name)
             to_global[local] = self.term_ids[name]
@@ -277,7 +301,7 @@ class ScopeTerms:
 
     def tokens(self, row: int) -> frozenset[str]:
         names = self.names
-        rewritten = self._rewritten.get(row)
+        rewritten = self.rewritten.get(row)
         if rewritten is not None:
             return frozenset(names[i] for i in rewritten.tolist())
         first = int(self.token_end[row - 1]) if row else 0
@@ -431,8 +455,12 @@ def _rows_of(keys: npt.NDArray[np.int64], wanted: npt.NDArray[np.int64]) -> npt.
 class TermCache:
     """ScopeTerms by scope, least recently used evicted beyond `max_scopes`."""
 
-    def __init__(self, max_scopes: int = 64) -> None:
+    def __init__(
+        self, max_scopes: int = 64, db_path: str | None = None, snapshot_min_rows: int = 20_000
+    ) -> None:
         self._max = max_scopes
+        self._db_path = db_path
+        self._snapshot_min_rows = snapshot_min_rows
         self._scopes: OrderedDict[str, ScopeTerms] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -440,8 +468,18 @@ class TermCache:
         with self._lock:
             index = self._scopes.get(scope_id)
             if index is None:
-                index = self._scopes[scope_id] = ScopeTerms(scope_id)
+                snapshot = (
+                    None
+                    if self._db_path is None
+                    else term_snapshots.snapshot_path(self._db_path, scope_id)
+                )
+                index = ScopeTerms(scope_id, snapshot, self._snapshot_min_rows)
+                self._scopes[scope_id] = index
             self._scopes.move_to_end(scope_id)
             while len(self._scopes) > self._max:
                 self._scopes.popitem(last=False)
             return index
+
+    def clear(self) -> None:
+        with self._lock:
+            self._scopes.clear()

@@ -6,6 +6,15 @@ contiguous memory. The rows nearest in Hamming distance are a superset of the tr
 ones with high probability; they are rescored exactly against the float32 matrix, so every
 similarity a caller sees is exact and only recall is approximate.
 
+The bits are taken after a fixed random rotation of the space (random-hyperplane hashing,
+SimHash): the expected Hamming distance is then proportional to the angle between two vectors
+whatever their distribution. Raw coordinate signs are not: sparse vectors (the feature-hashing
+embedder's ~14 non-zeros of 384) or low-rank vectors in a positive cone share most of their
+sign bits with everything, and recall@30 at 100k fell to 0.25 (hashing) and 0.79-0.93 (rank
+64-8); rotated, it is 0.95-1.0 on those and unchanged (0.98) on the benchmark's dense vectors
+(bench/vector_index.py, docs/storage.md). The rotation costs one 384 x 384 product per stored
+row and per query.
+
 Why this rather than a graph index: at 100k x 384 the filter and the rescoring of the best
 1,000 rows take ~0.8 ms with recall@30 0.98 on the benchmark vectors, where HNSW (M 16, ef 256)
 took ~2.3 ms at recall 0.90 and 35-70 s to build. The bits cost 48 bytes a row, are updated
@@ -26,6 +35,31 @@ SELF_CHECK_QUERIES = 16
 SELF_CHECK_DEPTH = 30
 
 
+ROTATION_SEED = 20_261_206
+_SLAB = 32_768
+
+
+_ROTATIONS: dict[int, npt.NDArray[np.float32]] = {}
+
+
+def rotation(dimension: int) -> npt.NDArray[np.float32]:
+    """A fixed random orthogonal matrix: the same for every process and every release, since
+    snapshots (snapshots.py) persist bits computed with it. Computed once per process, or
+    taken from a snapshot (`adopt_rotation`): its QR took over a second on a loaded machine."""
+    found = _ROTATIONS.get(dimension)
+    if found is None:
+        gaussian = np.random.default_rng(ROTATION_SEED).standard_normal((dimension, dimension))
+        orthogonal, _ = np.linalg.qr(gaussian)
+        found = _ROTATIONS[dimension] = np.ascontiguousarray(orthogonal, dtype=np.float32)
+    return found
+
+
+def adopt_rotation(matrix: npt.NDArray[np.float32]) -> None:
+    """Use a rotation read back from a snapshot, which stores the one its bits were made with."""
+    if matrix.ndim == 2 and matrix.shape[0] == matrix.shape[1]:
+        _ROTATIONS.setdefault(int(matrix.shape[0]), np.ascontiguousarray(matrix))
+
+
 def pack(vectors: npt.NDArray[np.float32], words: int) -> npt.NDArray[np.uint64]:
     """(rows, words) sign bits, zero-padded to whole words (padding XORs to zero)."""
     bits = np.packbits(vectors > 0, axis=1)
@@ -39,6 +73,7 @@ class SignBits:
 
     def __init__(self, dimension: int) -> None:
         self.words = (dimension + WORD - 1) // WORD
+        self.rotation = rotation(dimension)
         self.masked = self.words * WORD + 1
         """Distance given to masked rows: worse than any real one."""
         self.columns: npt.NDArray[np.uint64] = np.zeros((self.words, 0), dtype=np.uint64)
@@ -50,11 +85,16 @@ class SignBits:
             self.columns = grown
 
     def set(self, positions: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> None:
-        self.columns[:, positions] = pack(vectors, self.words).T
+        # In slabs: rotating a whole 1M-row fill at once would hold another 1.5 GB.
+        for start in range(0, positions.shape[0], _SLAB):
+            rotated = np.asarray(vectors[start : start + _SLAB], dtype=np.float32) @ self.rotation
+            self.columns[:, positions[start : start + _SLAB]] = pack(rotated, self.words).T
 
     def distances(self, query: npt.NDArray[np.float32], size: int) -> UInt16Array:
         """Hamming distance from the query's bits to each of rows [0, size)."""
-        target = pack(query.reshape(1, -1), self.words)[0]
+        # einsum, not BLAS: a threaded matrix-vector product is erratic on a loaded machine.
+        rotated = np.einsum("j,jk->k", query, self.rotation)
+        target = pack(rotated.reshape(1, -1), self.words)[0]
         scratch = np.empty(size, dtype=np.uint64)
         counts = np.empty(size, dtype=np.uint8)
         total = np.zeros(size, dtype=np.uint16)

@@ -29,7 +29,7 @@ from powercontext.memory.ports import (
 )
 from powercontext.memory.search.fields import FieldWeights
 from powercontext.storage.common import query_array, validate_plan
-from powercontext.storage.sqlite import reads, writes
+from powercontext.storage.sqlite import reads, snapshots, writes
 from powercontext.storage.sqlite.ann import IndexOptions
 from powercontext.storage.sqlite.connections import ConnectionOptions, ConnectionPool
 from powercontext.storage.sqlite.filter_keys import Keys, SharedFilterScans
@@ -49,11 +49,12 @@ class SqliteMemoryStore:
         self.index = index or IndexOptions()
         if self.index.fulltext not in ("memory", "fts5"):
             raise MemoryValidationError(f"unknown fulltext mode {self.index.fulltext!r}")
-        self._vectors = VectorCache(options=self.index)
-        self._terms = TermCache()
         self.filter_scans = SharedFilterScans()
         self.target = target
         """The database file, or `:memory:`."""
+        self._vectors = VectorCache(options=self.index, db_path=target)
+        snapshot_db = target if self.index.snapshots else None
+        self._terms = TermCache(db_path=snapshot_db, snapshot_min_rows=self.index.snapshot_min_rows)
 
     @classmethod
     async def open(
@@ -232,7 +233,7 @@ class SqliteMemoryStore:
             if total == 0:
                 return 0
             with matrix.lock:
-                matrix.refresh(conn)
+                matrix.refresh(conn, persist=False)
                 return max(total - matrix.active_count(revision), 0)
 
         return await self._read(work, "counting missing vectors")
@@ -317,6 +318,14 @@ class SqliteMemoryStore:
 
     async def scope_ids(self) -> list[str]:
         return await self._read(reads.scope_ids, "listing scopes")
+
+    def drop_caches(self) -> None:
+        """Forget this store's cached matrices and postings and delete the database's vector
+        snapshots: what must follow deleting vectors or tokens in place (erasure), which the
+        incremental refresh cannot see. Other processes must drop theirs too."""
+        self._vectors.clear()
+        self._terms.clear()
+        snapshots.discard(self.target)
 
     async def close(self) -> None:
         await asyncio.to_thread(self._pool.close)

@@ -12,14 +12,18 @@ default a sign-bit Hamming pre-filter kept row by row with the matrix, then exac
 the best rows (signbits.py); optionally an HNSW graph built on first search (ann.py), which
 falls back to exact search for heavily masked old revisions or when it cannot answer.
 
-Sign bits lose answers on some vector distributions: sparse vectors (the feature-hashing
-embedder has ~14 non-zeros of 384, and its rows with few positive components sit near every
-query in Hamming distance) or nearly isotropic ones. Two rules keep those exact:
+Raw sign bits lost answers on sparse vectors (the feature-hashing embedder has ~14 non-zeros
+of 384) and low-rank ones; the bits are therefore taken after a random rotation (signbits.py),
+which keeps recall on those. Two rules still keep some searches exact:
 - a sparse query (at most a quarter of its components non-zero) is scored exactly on its own
   support, which is cheaper than the full product and never approximate;
 - before a matrix is first searched approximately, and again each time it has doubled, the
   sign-bit path is checked against exact search on a sample of stored rows
   (signbits.SELF_CHECK_RECALL); a matrix that fails is searched exactly.
+
+Matrices of at least `IndexOptions.snapshot_min_rows` rows are persisted as memory-mapped
+snapshots next to the database (snapshots.py): a new process maps one and catches up from it
+instead of reading every vector back.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -36,6 +41,7 @@ import numpy.typing as npt
 
 from powercontext.memory.errors import MemoryValidationError, StorageError
 from powercontext.memory.ports import Vector, VectorCandidate
+from powercontext.storage.sqlite import snapshots
 from powercontext.storage.sqlite.ann import HnswIndex, IndexOptions
 from powercontext.storage.sqlite.signbits import SignBits, sign_bit_recall
 
@@ -58,7 +64,13 @@ def unit(vector: Vector) -> Vector:
 class VectorMatrix:
     """The cached rows of one (scope, profile). Callers hold `lock` around refresh + use."""
 
-    def __init__(self, scope_id: str, profile_id: str, options: IndexOptions | None = None) -> None:
+    def __init__(
+        self,
+        scope_id: str,
+        profile_id: str,
+        options: IndexOptions | None = None,
+        snapshot: Path | None = None,
+    ) -> None:
         self.scope_id = scope_id
         self.profile_id = profile_id
         self.options = options or IndexOptions(ann=False)
@@ -75,16 +87,43 @@ class VectorMatrix:
         self.keys: Int64Array = np.zeros(0, dtype=np.int64)
         self.added: Int64Array = np.zeros(0, dtype=np.int64)
         self.removed: Int64Array = np.zeros(0, dtype=np.int64)
-        self.row_of: dict[int, int] = {}
+        self._row_of: dict[int, int] | None = {}
         self.last_vector_id = 0
+        self.last_vector_key = 0
+        self.last_vector_row = 0
+        """Key and row position of the vector `last_vector_id`."""
         self.last_head = 0
-        self._checked_size = 0
+        self.checked_size = 0
         """Matrix size at the last sign-bit self-check (0: never checked)."""
         self.sign_bits_ok = True
         """Whether that check found the sign-bit path's recall good enough."""
+        self.snapshot = snapshot
+        """This matrix's snapshot file (snapshots.py); None: never persisted."""
+        self._snapshot_tried = snapshot is None
+        self.snapshot_size = 0
+        self.rows_since_snapshot = 0
+        """Vector rows read from the database since the snapshot was written or mapped."""
 
-    def refresh(self, conn: sqlite3.Connection) -> None:
-        """Catch up with the database, within the caller's read transaction."""
+    @property
+    def row_of(self) -> dict[int, int]:
+        """Row position of each key, built on first use after mapping a snapshot: a search
+        that finds nothing new never needs it (1M keys cost ~0.3 s and ~100 MB)."""
+        if self._row_of is None:
+            keys = self.keys[: self.size].tolist()
+            self._row_of = dict(zip(keys, range(len(keys)), strict=True))
+        return self._row_of
+
+    def forget_rows(self) -> None:
+        self._row_of = None
+        self._mask = self._inactive = None
+
+    def refresh(self, conn: sqlite3.Connection, persist: bool = True) -> None:
+        """Catch up with the database, within the caller's read transaction; with `persist`,
+        write a snapshot if one is due (searches do; the writers' bookkeeping does not, so that
+        an ingest does not rewrite it at every quarter of growth)."""
+        if not self._snapshot_tried:
+            self._snapshot_tried = True
+            snapshots.restore(self, conn)
         head_row = conn.execute(
             "SELECT head_revision FROM scopes WHERE scope_id = ?", (self.scope_id,)
         ).fetchone()
@@ -104,6 +143,10 @@ class VectorMatrix:
                 self._apply_removals(conn)
             self.last_head = head
             self._mask = self._inactive = None
+        if persist and snapshots.due(self):
+            if self.bits is not None and self._use_ann(self.size):
+                self._sign_bits_reliable()  # its verdict is saved too: no re-check on mapping
+            snapshots.save(self)
 
     def _upsert(self, rows: Sequence[VectorRow]) -> None:
         dimension = len(rows[0][2]) // 4
@@ -122,11 +165,12 @@ class VectorMatrix:
         # A key appears at most once per refresh: REPLACE leaves one row per key.
         positions = np.empty(len(rows), dtype=np.int64)
         fresh = 0
+        row_of = self.row_of
         for index, row in enumerate(rows):
-            position = self.row_of.get(row[1])
+            position = row_of.get(row[1])
             if position is None:
                 position = self.size + fresh
-                self.row_of[row[1]] = position
+                row_of[row[1]] = position
                 fresh += 1
             elif self.ann is not None and position < self.ann.count:
                 self._replaced.add(position)
@@ -139,7 +183,9 @@ class VectorMatrix:
         self.keys[positions] = [row[1] for row in rows]
         self.added[positions] = [row[3] for row in rows]
         self.removed[positions] = [NOT_REMOVED if row[4] is None else row[4] for row in rows]
-        self.last_vector_id = rows[-1][0]
+        self.last_vector_id, self.last_vector_key = rows[-1][0], rows[-1][1]
+        self.last_vector_row = int(positions[-1])
+        self.rows_since_snapshot += len(rows)
 
     def _reserve(self, rows: int) -> None:
         if rows > self.matrix.shape[0]:
@@ -220,12 +266,12 @@ class VectorMatrix:
     def _sign_bits_reliable(self) -> bool:
         """The sign-bit self-check's verdict, re-measured whenever the matrix has doubled."""
         assert self.bits is not None
-        if self._checked_size == 0 or self.size >= 2 * self._checked_size:
+        if self.checked_size == 0 or self.size >= 2 * self.checked_size:
             n = self.size
             recall = sign_bit_recall(
                 self.matrix[:n], self.bits, lambda size: self.options.rescore_count(40, size)
             )
-            self._checked_size = n
+            self.checked_size = n
             self.sign_bits_ok = recall >= self.options.signbits_min_recall
             if not self.sign_bits_ok:
                 log.info(
@@ -304,9 +350,15 @@ def grow(array: npt.NDArray[G], capacity: int) -> npt.NDArray[G]:
 class VectorCache:
     """Matrices by (scope, profile), least recently used evicted beyond `max_matrices`."""
 
-    def __init__(self, max_matrices: int = 64, options: IndexOptions | None = None) -> None:
+    def __init__(
+        self,
+        max_matrices: int = 64,
+        options: IndexOptions | None = None,
+        db_path: str | None = None,
+    ) -> None:
         self._max = max_matrices
         self._options = options or IndexOptions()
+        self._db_path = db_path if self._options.snapshots else None
         self._matrices: OrderedDict[tuple[str, str], VectorMatrix] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -314,9 +366,19 @@ class VectorCache:
         with self._lock:
             matrix = self._matrices.get((scope_id, profile_id))
             if matrix is None:
-                matrix = VectorMatrix(scope_id, profile_id, self._options)
+                snapshot = (
+                    None
+                    if self._db_path is None
+                    else snapshots.snapshot_path(self._db_path, scope_id, profile_id)
+                )
+                matrix = VectorMatrix(scope_id, profile_id, self._options, snapshot)
                 self._matrices[(scope_id, profile_id)] = matrix
             self._matrices.move_to_end((scope_id, profile_id))
             while len(self._matrices) > self._max:
                 self._matrices.popitem(last=False)
             return matrix
+
+    def clear(self) -> None:
+        """Forget every matrix; the next search of a scope reads it afresh."""
+        with self._lock:
+            self._matrices.clear()
