@@ -5,6 +5,10 @@ Ingests the shared synthetic corpus (bench/corpus.py) with two metadata keys: `b
 Then times hybrid searches without a filter, with the 1% filter and with the 50% one, and
 checks that every filtered page is full (a filter holds inside each channel before top-k).
 
+Each filtered query is also timed with the filter scan unshared (each channel scanning on
+its own, as before storage/sqlite/filter_keys.py), alternating query by query with the
+shared timing, so both see the same machine load (`..._unshared` in the results).
+
     PYTHONPATH=src python bench/filter_latency.py --entries 100000 --queries 50
 """
 
@@ -15,6 +19,7 @@ import asyncio
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +31,8 @@ from powercontext import ServerSettings, open_runtime
 from powercontext.config import DatabaseConfig, InferenceConfig
 from powercontext.memory import RememberMemoryRequest, SearchMemoryRequest
 from powercontext.memory.filters import MemoryFilter
+from powercontext.storage.sqlite import SqliteMemoryStore
+from powercontext.storage.sqlite.filter_keys import Keys, SharedFilterScans
 
 SCOPE = "bench"
 BATCH = 5_000
@@ -34,6 +41,19 @@ FILTERS: dict[str, MemoryFilter | None] = {
     "1%": MemoryFilter(metadata={"bucket": {"eq": 0}}),  # type: ignore[dict-item]
     "50%": MemoryFilter(metadata={"half": {"eq": 0}}),  # type: ignore[dict-item]
 }
+
+
+class UnsharedFilterScans(SharedFilterScans):
+    """Every channel scans on its own: the behaviour before scans were shared."""
+
+    async def keys(
+        self,
+        scope_id: str,
+        revision: int,
+        where: MemoryFilter | None,
+        scan: Callable[[], Awaitable[Keys | None]],
+    ) -> Keys | None:
+        return None if where is None else await scan()
 
 
 async def run(entries: int, queries: int) -> dict[str, Any]:
@@ -59,23 +79,33 @@ async def run(entries: int, queries: int) -> dict[str, Any]:
                 )
             ingest_s = time.perf_counter() - started
             figures: dict[str, Any] = {"entries": entries, "ingest_s": round(ingest_s, 1)}
+            store = runtime.store
+            assert isinstance(store, SqliteMemoryStore)
+            variants = {"": SharedFilterScans(), "_unshared": UnsharedFilterScans()}
             for name, where in FILTERS.items():
                 await memory.search(  # warm the caches
                     SearchMemoryRequest(query=corpus.queries[0], mode="hybrid", filter=where)
                 )
-                samples, short = [], 0
+                samples: dict[str, list[float]] = {suffix: [] for suffix in variants}
+                short = 0
                 for query in corpus.queries[:queries]:
                     request = SearchMemoryRequest(
                         query=query, mode="hybrid", limit=10, filter=where, min_similarity=-1
                     )
-                    began = time.perf_counter()
-                    page = await memory.search(request)
-                    samples.append((time.perf_counter() - began) * 1000)
-                    short += len(page.hits) < 10
-                figures[f"hybrid_filter_{name}"] = {
-                    **data.percentiles(samples),
-                    "pages_short_of_limit": short,
-                }
+                    for suffix, scans in variants.items():
+                        if where is None and suffix:
+                            continue  # no filter, no scan: nothing to compare
+                        store.filter_scans = scans
+                        began = time.perf_counter()
+                        page = await memory.search(request)
+                        samples[suffix].append((time.perf_counter() - began) * 1000)
+                        short += len(page.hits) < 10
+                for suffix, timings in samples.items():
+                    if timings:
+                        figures[f"hybrid_filter_{name}{suffix}"] = {
+                            **data.percentiles(timings),
+                            "pages_short_of_limit": short,
+                        }
     return figures
 
 

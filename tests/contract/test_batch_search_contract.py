@@ -16,6 +16,7 @@ from powercontext.memory.errors import (
     InferenceUnavailableError,
     MemoryValidationError,
 )
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import (
     MemoryHit,
     MemoryRerankDecision,
@@ -199,3 +200,50 @@ async def test_batch_embedding_outage_serves_auto_from_fts_and_refuses_hybrid(
     explicit = [*_queries(2), SearchMemoryRequest(query="the garden", mode="hybrid")]
     with pytest.raises(CapabilityNotSupportedError, match="'hybrid' failed"):
         await service.search_batch("s", explicit)
+
+
+async def test_each_search_of_a_batch_has_its_own_filter_and_floors(store: MemoryStore) -> None:
+    service = MemoryService(store, embedder=HashingEmbedder(64))
+    await service.remember_many(
+        "s",
+        [
+            RememberMemoryRequest(
+                kind="rare" if i % 10 == 0 else "fact",
+                text=f"kettle note {i}",
+                metadata={"n": i, "parity": "even" if i % 2 == 0 else "odd"},
+            )
+            for i in range(60)
+        ],
+    )
+    rare = MemoryFilter(kinds=["rare"])
+    odd = MemoryFilter.model_validate({"metadata": {"parity": {"eq": "odd"}}})
+    requests = [
+        SearchMemoryRequest(query="kettle note", mode="hybrid", limit=5, filter=rare),
+        SearchMemoryRequest(query="kettle note", mode="fts", limit=5, filter=odd),
+        SearchMemoryRequest(query="kettle note", mode="fts", limit=5, min_score=1e9),
+        SearchMemoryRequest(query="kettle note", mode="vector", limit=5, min_similarity=0.999),
+        SearchMemoryRequest(query="kettle note", mode="vector", limit=5, min_similarity=-1.0),
+    ]
+    pages = await service.search_batch("s", requests)
+    assert len(pages[0].hits) == 5 and all(h.kind == "rare" for h in pages[0].hits)
+    assert len(pages[1].hits) == 5 and all(h.metadata["n"] % 2 for h in pages[1].hits)
+    assert pages[2].hits == (), "min_score above every BM25 score admits nothing"
+    assert pages[3].hits == (), "no entry is that close to the query"
+    assert len(pages[4].hits) == 5, "a floor of -1 admits every vector candidate"
+    singles = [await service.search("s", r) for r in requests]
+    assert [[h.entry_id for h in p.hits] for p in pages] == [
+        [h.entry_id for h in p.hits] for p in singles
+    ]
+
+
+async def test_a_batch_searches_one_revision(store: MemoryStore) -> None:
+    service = MemoryService(store)
+    await service.remember_many("s", [RememberMemoryRequest(text="kettle one")])
+    await service.remember_many("s", [RememberMemoryRequest(text="kettle two")])
+    old = [SearchMemoryRequest(query="kettle", mode="fts", revision=1)] * 2
+    pages = await service.search_batch("s", old)
+    assert [[h.text for h in p.hits] for p in pages] == [["kettle one"]] * 2
+    assert {p.memory_ref.revision for p in pages if p.memory_ref} == {1}
+    mixed = [old[0], SearchMemoryRequest(query="kettle", mode="fts", revision=2)]
+    with pytest.raises(MemoryValidationError, match="one revision"):
+        await service.search_batch("s", mixed)

@@ -7,6 +7,7 @@ import logging
 import time
 from typing import Any
 
+import httpx
 import pytest
 from pydantic import SecretStr
 
@@ -83,6 +84,30 @@ def test_every_route_refuses_other_scopes(auth_server: Served, route: str) -> No
         assert file_key.post(path, json=_body(route, "scope-b")).status_code not in (401, 403)
     with auth_server.client(KEY_ALL) as everything:
         assert everything.post(path, json=_body(route, "any-scope")).status_code not in (401, 403)
+
+
+STREAMED_ROUTES = {"export": "GET", "import": "POST"}
+"""Routes that take the scope in the query and stream JSON lines (server/transfer.py)."""
+
+
+@pytest.mark.parametrize("route", sorted(STREAMED_ROUTES))
+def test_every_streamed_route_refuses_other_scopes(auth_server: Served, route: str) -> None:
+    method, path = STREAMED_ROUTES[route], f"/v1/memory/{route}"
+
+    def call(client: httpx.Client, scope: str) -> httpx.Response:
+        return client.request(method, path, params={"scope_id": scope}, content=b"")
+
+    with auth_server.client() as anonymous:
+        assert call(anonymous, "scope-a").status_code == 401
+    with auth_server.client(KEY_A) as client_a:
+        denied = call(client_a, "scope-b")
+        assert denied.status_code == 403 and denied.json()["error"]["code"] == "forbidden"
+        assert call(client_a, "scope-a").status_code not in (401, 403)
+    with auth_server.client(KEY_FROM_FILE) as file_key:
+        assert call(file_key, "scope-a").status_code == 403
+        assert call(file_key, "scope-b").status_code not in (401, 403)
+    with auth_server.client(KEY_ALL) as everything:
+        assert call(everything, "any-scope").status_code not in (401, 403)
 
 
 def test_auth_comes_before_body_validation(auth_server: Served) -> None:

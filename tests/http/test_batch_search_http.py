@@ -137,3 +137,104 @@ def test_cli_reads_queries_from_stdin_and_from_a_file(
 def test_openapi_names_the_batch_route(open_server: Served) -> None:
     spec = httpx.get(f"{open_server.url}/openapi.json").json()
     assert "/v1/memory/search/batch" in spec["paths"]
+
+
+def _seed_kinds(served: Served, scope: str) -> str:
+    """Two revisions: rev 1 has a `note` and a `task`, rev 2 adds a second `task`."""
+    word = f"kestrel{uuid.uuid4().hex[:6]}"
+    with served.client() as http:
+        first = [
+            {"kind": "note", "text": f"the {word} nests high", "metadata": {"n": 1}},
+            {"kind": "task", "text": f"count the {word} eggs", "metadata": {"n": 2}},
+        ]
+        later = [{"kind": "task", "text": f"ring the {word} chicks", "metadata": {"n": 3}}]
+        for entries in (first, later):
+            reply = http.post("/v1/memory/remember", json={"scope_id": scope, "entries": entries})
+            assert reply.status_code == 200, reply.text
+    return word
+
+
+def test_http_batch_items_carry_filters_and_floors_at_one_revision(
+    open_server: Served, fresh_scope: str
+) -> None:
+    word = _seed_kinds(open_server, fresh_scope)
+    searches = [
+        {"query": word, "mode": "fts", "filter": {"kinds": ["task"]}},
+        {"query": word, "mode": "fts", "filter": {"metadata": {"n": {"eq": 1}}}},
+        {"query": word, "mode": "fts", "min_score": 1e9},
+        {"query": word, "mode": "fts"},
+    ]
+    with open_server.client() as http:
+        reply = http.post(
+            "/v1/memory/search/batch",
+            json={"scope_id": fresh_scope, "searches": searches, "revision": 1},
+        )
+        assert reply.status_code == 200, reply.text
+        pages = BatchSearchResponse.model_validate(reply.json()).pages
+        assert [len(p.hits) for p in pages] == [1, 1, 0, 2], "revision 1 holds two entries"
+        assert pages[0].hits[0].kind == "task" and pages[1].hits[0].metadata == {"n": 1}
+        assert all(p.memory_ref and p.memory_ref.revision == 1 for p in pages)
+        head = http.post(
+            "/v1/memory/search/batch", json={"scope_id": fresh_scope, "searches": searches[:1]}
+        )
+        assert len(head.json()["pages"][0]["hits"]) == 2, "the head holds both tasks"
+        unknown = http.post(
+            "/v1/memory/search/batch",
+            json={"scope_id": fresh_scope, "searches": searches[:1], "revision": 99},
+        )
+        assert unknown.status_code == 404
+
+
+async def test_sdks_send_filters_floors_and_the_batch_revision(
+    open_server: Served, fresh_scope: str
+) -> None:
+    word = _seed_kinds(open_server, fresh_scope)
+    tasks = {"kinds": ["task"]}
+    requests = [
+        SearchMemoryRequest.model_validate(
+            {"query": word, "mode": "fts", "filter": tasks, "revision": 1}
+        ),
+        SearchMemoryRequest(query=word, mode="vector", min_similarity=1.0, revision=1),
+    ]
+    async with PowerContextClient(open_server.url) as client:
+        pages = await client.memory.for_scope(fresh_scope).search_batch(requests)
+    assert [len(p.hits) for p in pages] == [1, 0]
+    with SyncPowerContextClient(open_server.url) as sync_client:
+        memory = sync_client.memory.for_scope(fresh_scope)
+        assert [len(p.hits) for p in memory.search_batch(requests)] == [1, 0]
+        mixed = [requests[0], SearchMemoryRequest(query=word, revision=2)]
+        with pytest.raises(MemoryValidationError, match="one revision"):
+            memory.search_batch(mixed)
+
+
+async def test_mcp_batch_filters(open_server: Served, fresh_scope: str) -> None:
+    word = _seed_kinds(open_server, fresh_scope)
+    async with mcp_client(open_server) as client:
+        found = _ok(
+            await client.call_tool(
+                "search_batch",
+                {
+                    "scope_id": fresh_scope,
+                    "revision": 1,
+                    "searches": [{"query": word, "mode": "fts", "filter": {"kinds": ["task"]}}],
+                },
+            )
+        )
+    assert [h["kind"] for h in found["pages"][0]["hits"]] == ["task"]
+
+
+def test_cli_batch_filter_floor_and_revision(open_server: Served, fresh_scope: str) -> None:
+    word = _seed_kinds(open_server, fresh_scope)
+    env = {"POWERCONTEXT_CLIENT_SERVER_URL": open_server.url}
+    args = ["memory", "search-batch", "--scope", fresh_scope, "--mode", "fts", "--json"]
+    shown = runner.invoke(
+        app,
+        [*args, "--filter", '{"kinds": ["task"]}', "--revision", "2"],
+        input=f"{word}\n",
+        env=env,
+    )
+    assert shown.exit_code == 0, shown.output
+    assert len(json.loads(shown.stdout)["pages"][0]["hits"]) == 2
+    floored = runner.invoke(app, [*args, "--min-score", "1e9"], input=f"{word}\n", env=env)
+    assert floored.exit_code == 0, floored.output
+    assert json.loads(floored.stdout)["pages"][0]["hits"] == []

@@ -55,7 +55,9 @@ def test_docs_are_served_from_local_assets_under_a_csp(open_server: Served) -> N
 
 def test_every_memory_operation_documents_its_errors() -> None:
     paths = _committed()["paths"]
-    memory = {p: ops["post"] for p, ops in paths.items() if p.startswith("/v1/memory/")}
+    memory = {
+        p: ops.get("post") or ops["get"] for p, ops in paths.items() if p.startswith("/v1/memory/")
+    }
     assert set(memory) == {
         f"/v1/memory/{name}"
         for name in (
@@ -72,6 +74,8 @@ def test_every_memory_operation_documents_its_errors() -> None:
             "changes",
             "head",
             "forget",
+            "export",
+            "import",
         )
     }
     for path, operation in memory.items():
@@ -86,6 +90,8 @@ def test_every_memory_operation_documents_its_errors() -> None:
     assert {"404", "409", "410"} <= set(memory["/v1/memory/forget"]["responses"])
     assert "410" in memory["/v1/memory/entries/get"]["responses"]
     assert "410" in memory["/v1/memory/entries/by-id"]["responses"]
+    assert "409" in memory["/v1/memory/import"]["responses"]
+    assert "404" in memory["/v1/memory/export"]["responses"]
 
 
 def test_every_field_is_documented() -> None:

@@ -3,6 +3,7 @@ every response conforms to the schema (status, content type, body)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,13 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from tests.http.conftest import Served
+
+
+@schemathesis.serializer("application/x-ndjson")
+def _ndjson(context: schemathesis.SerializationContext, value: Any) -> bytes:
+    """The import body is JSON lines, each line one documented object: one line sent."""
+    return (json.dumps(value) + "\n").encode("utf-8")
+
 
 CONTRACT = Path(__file__).resolve().parents[2] / "openapi" / "powercontext.yaml"
 schema = schemathesis.openapi.from_path(str(CONTRACT))

@@ -41,7 +41,7 @@ def test_the_auth_matrix_covers_every_memory_route() -> None:
     # The paths FastAPI generates from the routes it actually mounted (not the committed file).
     paths = set(create_app(ServerSettings()).generated_openapi()["paths"])
     memory = {path.removeprefix("/v1/memory/") for path in paths if path.startswith("/v1/memory/")}
-    assert memory == set(test_auth.ROUTES)
+    assert memory == set(test_auth.ROUTES) | set(test_auth.STREAMED_ROUTES)
     # Everything else is operational and carries no scope data, except /v1/scopes, which
     # lists only the scopes the key may use (tests/http/test_entry_routes.py), and
     # /v1/scopes/forget, refused for another scope's key (tests/http/test_forget_http.py).

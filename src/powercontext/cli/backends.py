@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -28,6 +28,7 @@ from powercontext.memory.models import (
     ReviseMemoryRequest,
     SearchMemoryRequest,
 )
+from powercontext.memory.transfer import ImportProgress, ImportResult, OnExisting
 
 
 class CliMemory(Protocol):
@@ -73,6 +74,16 @@ class CliMemory(Protocol):
     async def forget_scope(
         self, request: ForgetScopeRequest | None = None
     ) -> MemoryForgetResult: ...
+
+    def export_lines(self, *, revision: int | None = None) -> AsyncIterator[str]: ...
+
+    async def import_lines(
+        self,
+        lines: AsyncIterable[str] | Iterable[str],
+        *,
+        on_existing: OnExisting = "fail",
+        progress: ImportProgress | None = None,
+    ) -> ImportResult: ...
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """`powercontext memory remember|search|list|get|retire` (and, from revision_commands,
-revise|reactivate|changes|head|history)."""
+revise|reactivate|changes|head|history; from transfer_commands, export|import)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ from typing import Annotated
 
 import typer
 
-from powercontext.cli import forget_commands, output, revision_commands, scope_commands
+from powercontext.cli import (
+    forget_commands,
+    output,
+    revision_commands,
+    scope_commands,
+    transfer_commands,
+)
 from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
 from powercontext.cli.memory_options import (
     Citation,
@@ -107,14 +113,33 @@ def search_batch(
     ] = "-",
     limit: HitLimit = 10,
     mode: ModeName = "auto",
+    revision: Annotated[
+        int | None, typer.Option(min=1, help="Search as of this revision (default the head).")
+    ] = None,
+    where: FilterOption = None,
+    min_score: Annotated[
+        float | None, typer.Option(help="Full-text floor on the raw BM25 score.")
+    ] = None,
+    min_similarity: Annotated[
+        float | None, typer.Option(min=-1.0, max=1.0, help="Vector floor on cosine similarity.")
+    ] = None,
     *,
     connection: Connection,
 ) -> None:
     """Run many searches in one call, all at one revision: one query per line (blank lines
-    are skipped); prints one block of hits per query, in order."""
+    are skipped); prints one block of hits per query, in order. The filter and floors apply
+    to every query."""
     with fail_on_errors():
         queries = read_queries(queries_file)
-        requests = [SearchMemoryRequest(query=q, limit=limit, mode=_mode(mode)) for q in queries]
+        shared = {
+            "limit": limit,
+            "mode": _mode(mode),
+            "revision": revision,
+            "filter": filter_object(where),
+            "min_score": min_score,
+            "min_similarity": min_similarity,
+        }
+        requests = [SearchMemoryRequest.model_validate({"query": q, **shared}) for q in queries]
     pages = connection.run(scope, lambda m: m.search_batch(requests))
     output.print_search_batch(queries, pages, connection.as_json)
 
@@ -223,3 +248,5 @@ app.command()(revision_commands.history)
 app.command()(scope_commands.scopes)
 app.command()(forget_commands.forget)
 app.command("forget-scope")(forget_commands.forget_scope)
+app.command("export")(transfer_commands.export)
+app.command("import")(transfer_commands.import_)

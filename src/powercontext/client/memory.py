@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
 
-from powercontext.client import wire
+from powercontext.client import transfer, wire
 from powercontext.client.batches import merge_results
 from powercontext.client.transport import AsyncTransport, SyncTransport
 from powercontext.memory.erasure import (
@@ -30,6 +30,7 @@ from powercontext.memory.models import (
 )
 from powercontext.memory.scoped import validate_scope_id
 from powercontext.memory.scopes import ScopeSummary
+from powercontext.memory.transfer import ImportProgress, ImportResult, OnExisting
 
 
 def _forget_request(request: ForgetMemoryRequest | str) -> ForgetMemoryRequest:
@@ -116,6 +117,23 @@ class AsyncScopedMemoryClient:
     async def head(self) -> MemoryRef | None:
         return await self._t.run(wire.head(self.scope_id))
 
+    def export_lines(self, *, revision: int | None = None) -> AsyncIterator[str]:
+        """`async for line in scope.export_lines()`: the scope at `revision` (default the
+        head) as JSON lines, each ending with a newline, streamed (see memory.transfer)."""
+        return transfer.export_lines(self._t.http, self.scope_id, revision)
+
+    async def import_lines(
+        self,
+        lines: AsyncIterable[str] | Iterable[str],
+        *,
+        on_existing: OnExisting = "fail",
+        progress: ImportProgress | None = None,
+    ) -> ImportResult:
+        """Stream an export into this scope, keeping entry ids; `progress(sent, total)`."""
+        return await transfer.import_lines(
+            self._t.http, self.scope_id, lines, on_existing, progress
+        )
+
 
 class SyncScopedMemoryClient:
     """The blocking twin of AsyncScopedMemoryClient."""
@@ -194,6 +212,20 @@ class SyncScopedMemoryClient:
 
     def head(self) -> MemoryRef | None:
         return self._t.run(wire.head(self.scope_id))
+
+    def export_lines(self, *, revision: int | None = None) -> Iterator[str]:
+        """The scope at `revision` (default the head) as JSON lines, streamed."""
+        return transfer.export_lines_sync(self._t.http, self.scope_id, revision)
+
+    def import_lines(
+        self,
+        lines: Iterable[str],
+        *,
+        on_existing: OnExisting = "fail",
+        progress: ImportProgress | None = None,
+    ) -> ImportResult:
+        """Stream an export into this scope, keeping entry ids; `progress(sent, total)`."""
+        return transfer.import_lines_sync(self._t.http, self.scope_id, lines, on_existing, progress)
 
 
 class AsyncMemoryClient:

@@ -189,16 +189,19 @@ def search_batch(
 ) -> Call[tuple[MemorySearchPage, ...]]:
     if not requests:
         raise MemoryValidationError("a batch search needs at least one request")
-    # The batch route takes query, limit and mode per search; refuse rather than drop the rest.
-    batch_fields = {"query", "limit", "mode"}
-    if any(r.model_dump(exclude=batch_fields, exclude_none=True) for r in requests):
-        raise MemoryValidationError(
-            "a batch search takes query, limit and mode only (no revision, filter or floors)"
-        )
+    # The route takes one revision per batch (the runtime's rule too); refuse rather than pick.
+    revisions = {r.revision for r in requests}
+    if len(revisions) > 1:
+        raise MemoryValidationError("the searches of one batch must name one revision")
+    (revision,) = revisions
     body: dict[str, Any] = {
         "scope_id": scope_id,
-        "searches": [r.model_dump(mode="json", include=batch_fields) for r in requests],
+        "searches": [
+            r.model_dump(mode="json", exclude={"revision"}, exclude_none=True) for r in requests
+        ],
     }
+    if revision is not None:
+        body["revision"] = revision
     if include_rerank != "none":
         body["include_rerank"] = include_rerank
     return Call("POST", "/v1/memory/search/batch", _batch_pages, body, idempotent=True)

@@ -8,7 +8,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 
-from powercontext.memory.errors import RevisionConflictError
+from powercontext.memory.errors import PayloadTooLargeError, RevisionConflictError
 from powercontext.memory.idempotency import check_body
 from powercontext.memory.ports import (
     IdempotencyClaim,
@@ -24,6 +24,15 @@ COMMIT_RETRY_SECONDS = 30.0
 committed first). A count would not do: with N writers sharing a database, losing 5 rounds in a
 row is routine, and the caller asked for 'whatever the head is', which always exists."""
 _BACKOFF_SECONDS = (0.001, 0.05)
+
+
+def check_batch_size(count: int, bound: int) -> None:
+    """One revision holds at most `bound` new entries (remember_many, add_entries)."""
+    if count > bound:
+        raise PayloadTooLargeError(
+            f"batch of {count} entries exceeds the bound of {bound} "
+            "(POWERCONTEXT_SERVER_RUNTIME_MAX_BATCH_ENTRIES)"
+        )
 
 
 async def commit_planned(

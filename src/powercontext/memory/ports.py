@@ -186,6 +186,12 @@ class MemoryStore(Protocol):
 
     async def latest_version(self, scope_id: str, entry_id: str) -> StoredVersion | None: ...
 
+    async def entry_heads(
+        self, scope_id: str, entry_ids: Sequence[str]
+    ) -> dict[str, StoredVersion]:
+        """The latest version (active or retired) of each of `entry_ids` that exists here."""
+        ...
+
     async def get_version(self, scope_id: str, entry_version_id: str) -> StoredVersion | None: ...
 
     async def fetch_versions(

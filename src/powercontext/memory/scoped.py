@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter, ValidationError
@@ -29,6 +29,16 @@ from powercontext.memory.models import (
     ReviseMemoryRequest,
     ScopeId,
     SearchMemoryRequest,
+)
+from powercontext.memory.transfer import (
+    EntryCounts,
+    ImportProgress,
+    ImportResult,
+    NewEntry,
+    OnExisting,
+    ScopeExport,
+    import_lines,
+    open_export,
 )
 
 if TYPE_CHECKING:
@@ -81,6 +91,35 @@ class ScopedMemory:
         """Erase every entry version of this scope for good; revisions and tombstones stay."""
         return await self._service.forget_scope(
             self.scope_id, request or ForgetScopeRequest(), actor=actor
+        )
+
+    async def add_entries(
+        self, entries: Sequence[NewEntry], *, on_existing: OnExisting = "fail"
+    ) -> tuple[MemoryWriteResult | None, EntryCounts]:
+        """Entries under their own ids, in one revision (None when every one was skipped)."""
+        return await self._service.add_entries(self.scope_id, entries, on_existing)
+
+    async def export(self, *, revision: int | None = None) -> ScopeExport:
+        """The scope at `revision` (default the head) as JSON lines: `header`, then
+        `async for line in export.lines()`. NotFoundError when the scope has no revision."""
+        return await open_export(self._service, self.scope_id, revision)
+
+    async def export_lines(self, *, revision: int | None = None) -> AsyncIterator[str]:
+        """The export's lines (header first), each ending with a newline, as the SDK's."""
+        export = await self.export(revision=revision)
+        async for line in export.lines():
+            yield line
+
+    async def import_lines(
+        self,
+        lines: AsyncIterable[str] | Iterable[str],
+        *,
+        on_existing: OnExisting = "fail",
+        progress: ImportProgress | None = None,
+    ) -> ImportResult:
+        """Write an export's entries here, keeping their ids (see memory.transfer)."""
+        return await import_lines(
+            self._service, self.scope_id, lines, on_existing=on_existing, progress=progress
         )
 
     async def search(self, request: SearchMemoryRequest) -> MemorySearchPage:

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from powercontext.memory.commit import Planner, commit_planned
+from powercontext.memory.commit import Planner, check_batch_size, commit_planned
 from powercontext.memory.cursors import decode_cursor, encode_cursor
 from powercontext.memory.entries import entry_at, entry_from_stored
 from powercontext.memory.erasure import (
@@ -25,7 +25,6 @@ from powercontext.memory.errors import (
     InvalidCursorError,
     MemoryValidationError,
     NotFoundError,
-    PayloadTooLargeError,
     RevisionConflictError,
 )
 from powercontext.memory.filters import MemoryFilter
@@ -69,6 +68,7 @@ from powercontext.memory.search.fields import FieldWeights
 from powercontext.memory.search.pipeline import SearchPipeline
 from powercontext.memory.search.vector_feedback import VectorFeedbackConfig
 from powercontext.memory.tombstones import raise_if_entry_erased, raise_if_version_erased
+from powercontext.memory.transfer import EntryCounts, NewEntry, OnExisting, add_entries
 
 log = logging.getLogger("powercontext.memory")
 
@@ -172,7 +172,7 @@ class MemoryService:
 
     # ---- writes ---------------------------------------------------------------------------
 
-    def _new_version(
+    def new_version(
         self,
         entry_id: str,
         version: int,
@@ -206,11 +206,7 @@ class MemoryService:
     ) -> MemoryWriteResult:
         if not requests:
             raise MemoryValidationError("remember_many needs at least one entry")
-        if len(requests) > self.config.max_batch_entries:
-            raise PayloadTooLargeError(
-                f"batch of {len(requests)} entries exceeds the bound of "
-                f"{self.config.max_batch_entries} (POWERCONTEXT_SERVER_RUNTIME_MAX_BATCH_ENTRIES)"
-            )
+        check_batch_size(len(requests), self.config.max_batch_entries)
         expected = {r.expected_revision for r in requests}
         if len(expected) > 1:
             raise MemoryValidationError("entries of one batch must share one expected_revision")
@@ -226,15 +222,21 @@ class MemoryService:
             return [
                 PlannedChange(
                     op="add",
-                    new=self._new_version(uuid.uuid4().hex, 1, source, tokens=tokens),
+                    new=self.new_version(uuid.uuid4().hex, 1, source, tokens=tokens),
                     reason=r.reason,
                 )
                 for r, source, tokens in zip(requests, sources, index.tokens, strict=True)
             ]
 
-        return await self._write(
+        return await self.write_planned(
             scope_id, requests[0].expected_revision, plan, claim, lambda: planned[0]
         )
+
+    async def add_entries(
+        self, scope_id: str, entries: Sequence[NewEntry], on_existing: OnExisting = "fail"
+    ) -> tuple[MemoryWriteResult | None, EntryCounts]:
+        """Entries under their own ids in one revision (None: all skipped); see transfer."""
+        return await add_entries(self, scope_id, entries, on_existing)
 
     async def _current(self, scope_id: str, citation: MemoryCitation) -> StoredVersion:
         if citation.memory_ref.scope_id != scope_id:
@@ -256,7 +258,7 @@ class MemoryService:
             current = await self._current(scope_id, request.citation)
             if current.removed_revision is not None:
                 raise NotFoundError(f"entry {current.entry_id!r} is retired; reactivate it first")
-            new = self._new_version(
+            new = self.new_version(
                 current.entry_id,
                 current.version + 1,
                 IndexSource(
@@ -276,7 +278,7 @@ class MemoryService:
                 )
             ]
 
-        return await self._write(
+        return await self.write_planned(
             scope_id, request.expected_revision, plan, claim_for(type(request).__name__, [request])
         )
 
@@ -293,7 +295,7 @@ class MemoryService:
                 )
             ]
 
-        return await self._write(
+        return await self.write_planned(
             scope_id, request.expected_revision, plan, claim_for(type(request).__name__, [request])
         )
 
@@ -304,14 +306,14 @@ class MemoryService:
             current = await self._current(scope_id, request.citation)
             if current.removed_revision is None:
                 raise MemoryValidationError(f"entry {current.entry_id!r} is active already")
-            new = self._new_version(current.entry_id, current.version + 1, source_of(current))
+            new = self.new_version(current.entry_id, current.version + 1, source_of(current))
             return [PlannedChange(op="reactivate", new=new, reason=request.reason)]
 
-        return await self._write(
+        return await self.write_planned(
             scope_id, request.expected_revision, plan, claim_for(type(request).__name__, [request])
         )
 
-    async def _write(
+    async def write_planned(
         self,
         scope_id: str,
         expected: int | None,

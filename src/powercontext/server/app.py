@@ -21,10 +21,16 @@ from powercontext.server.gate import RequestGate
 from powercontext.server.mcp import McpRoute, McpTools
 from powercontext.server.metrics import ServerMetrics
 from powercontext.server.middleware import RequestContextMiddleware
+from powercontext.server.operations import OPERATIONS
 from powercontext.server.readiness import ReadinessProbe
 from powercontext.server.routes import router
 from powercontext.server.state import ServerState
 from powercontext.server.ui import install_ui
+
+STREAMING_PATHS = frozenset(
+    op.http.path for op in OPERATIONS if op.http and op.http.raw and op.http.method == "POST"
+)
+"""Raw POST routes read their body as a stream and bound it themselves (e.g. per line)."""
 
 RuntimeFactory = Callable[[ServerSettings, SearchObserver], AbstractAsyncContextManager[Runtime]]
 """Opens the runtime the app serves; tests inject models with it."""
@@ -103,5 +109,6 @@ def create_app(
         max_body_bytes=settings.http.max_body_bytes,
         max_write_body_bytes=settings.http.max_write_body_bytes,
         gate=RequestGate(state.authority, bind_host=settings.http.host),
+        streaming_paths=STREAMING_PATHS,
     )
     return app

@@ -68,8 +68,11 @@ class RequestContextMiddleware:
         max_body_bytes: int,
         max_write_body_bytes: int | None = None,
         gate: RequestGate | None = None,
+        streaming_paths: frozenset[str] = frozenset(),
     ) -> None:
         self.app = app
+        # Their routes read the body as a stream and bound it themselves (e.g. per line).
+        self.streaming_paths = streaming_paths
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
         self.max_write_body_bytes = max_write_body_bytes or max_body_bytes
@@ -103,7 +106,10 @@ class RequestContextMiddleware:
                 status = refusal.status
                 await _send_error(send_with_id, status, refusal.payload, refusal.headers)
                 return
-            if scope.get("method") in _BODY_METHODS:
+            if (
+                scope.get("method") in _BODY_METHODS
+                and scope.get("path") not in self.streaming_paths
+            ):
                 body = await self._read_body(scope, receive)
                 receive = _replay(body, receive)
             await self.app(scope, receive, send_with_id)

@@ -45,6 +45,15 @@ from powercontext.server.schemas import (
     WriteResultModel,
 )
 from powercontext.server.scopes import ListScopesRequest, ScopesResponse
+from powercontext.server.transfer import (
+    NDJSON,
+    ExportLine,
+    ExportQuery,
+    ImportQuery,
+    ImportResponse,
+    export_scope,
+    import_scope,
+)
 
 RawEndpoint = Callable[[Call, Request], Awaitable[Response]]
 """A route that reads its own request and may stream its answer; it must reach a scope only
@@ -66,6 +75,8 @@ class HttpRoute:
     `Operation.request` per line)."""
     response_media_type: str = "application/json"
     """The answer's type (e.g. `application/x-ndjson`: one `Operation.response` per line)."""
+    query: type[BaseModel] | None = None
+    """The query parameters a raw route reads (and validates) itself, documented from it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +171,7 @@ OPERATIONS: tuple[Operation, ...] = (
         BatchSearchResponse,
         handlers.search_batch,
         writes=False,
-        http=HttpRoute("POST", "/v1/memory/search/batch", (502, 504)),
+        http=HttpRoute("POST", "/v1/memory/search/batch", (404, 502, 504)),
         tools=(
             McpTool(
                 "search_batch",
@@ -379,6 +390,38 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
         scope="key",
         inspector=InspectorRoute("GET", "/scopes", inspector_views.scopes),
+    ),
+    Operation(
+        "export_scope",
+        "Export the entries of a scope as JSON lines, streamed",
+        ExportQuery,
+        ExportLine,  # type: ignore[arg-type]  # one line: the header, then entries
+        None,
+        writes=False,
+        http=HttpRoute(
+            "GET",
+            "/v1/memory/export",
+            (404,),
+            raw=export_scope,
+            response_media_type=NDJSON,
+            query=ExportQuery,
+        ),
+    ),
+    Operation(
+        "import_scope",
+        "Import an export into a scope, keeping entry ids, one revision per batch",
+        ExportLine,
+        ImportResponse,
+        None,
+        writes=True,
+        http=HttpRoute(
+            "POST",
+            "/v1/memory/import",
+            (409,),
+            raw=import_scope,
+            request_media_type=NDJSON,
+            query=ImportQuery,
+        ),
     ),
 )
 

@@ -28,8 +28,17 @@ __all__ = ["ServerState", "register_operations", "router", "state_of"]
 COMMON_ERRORS = (401, 403, 413, 422, 500, 503)
 
 
-def error_responses(*extra: int) -> dict[int | str, dict[str, Any]]:
-    """The documented error answers of a route, described from the error table."""
+def error_responses(*extra: int, raw_json: bool = False) -> dict[int | str, dict[str, Any]]:
+    """The documented error answers of a route, described from the error table.
+
+    `raw_json`: the route answers another media type when it succeeds (NDJSON), and FastAPI
+    would document a `model` under that type; errors are JSON, so they name the schema."""
+    if raw_json:
+        envelope = {"schema": {"$ref": f"#/components/schemas/{ErrorEnvelope.__name__}"}}
+        return {
+            status: {"description": described(status), "content": {"application/json": envelope}}
+            for status in sorted({*COMMON_ERRORS, *extra})
+        }
     return {
         status: {"model": ErrorEnvelope, "description": described(status)}
         for status in sorted({*COMMON_ERRORS, *extra})
@@ -58,15 +67,37 @@ def _endpoint(operation: Operation, route: HttpRoute) -> Any:
 
 
 def _raw_openapi(operation: Operation, route: HttpRoute) -> dict[str, Any] | None:
-    """The request body a raw POST route reads itself, documented with its model."""
-    if route.raw is None or route.method != "POST":
+    """What a raw route reads itself, documented from its models: the query parameters
+    (`route.query`) and, for a POST, the request body."""
+    if route.raw is None:
         return None
-    schema = TypeAdapter(operation.request).json_schema(
-        ref_template="#/components/schemas/{model}", mode="validation"
-    )
-    nested = schema.pop("$defs", {})
-    content = {route.request_media_type: {"schema": schema}}
-    return {"requestBody": {"required": True, "content": content}, RAW_SCHEMAS: nested}
+    extra: dict[str, Any] = {RAW_SCHEMAS: {}}
+    if route.query is not None:
+        extra["parameters"] = _query_parameters(route.query, extra[RAW_SCHEMAS])
+    if route.method == "POST":
+        schema = TypeAdapter(operation.request).json_schema(
+            ref_template="#/components/schemas/{model}", mode="validation"
+        )
+        extra[RAW_SCHEMAS].update(schema.pop("$defs", {}))
+        content = {route.request_media_type: {"schema": schema}}
+        extra["requestBody"] = {"required": True, "content": content}
+    return extra
+
+
+def _query_parameters(query: type[BaseModel], nested: dict[str, Any]) -> list[dict[str, Any]]:
+    schema = query.model_json_schema(ref_template="#/components/schemas/{model}")
+    nested.update(schema.pop("$defs", {}))
+    required = set(schema.get("required", ()))
+    return [
+        {
+            "name": name,
+            "in": "query",
+            "required": name in required,
+            "schema": field,
+            "description": field.get("description", ""),
+        }
+        for name, field in schema["properties"].items()
+    ]
 
 
 def _response_class(route: HttpRoute) -> type[Response]:
@@ -88,7 +119,9 @@ def register_operations(router: APIRouter, operations: Iterable[Operation]) -> N
             _endpoint(operation, route),
             methods=[route.method],
             response_model=operation.response,
-            responses=error_responses(*route.errors),
+            responses=error_responses(
+                *route.errors, raw_json=route.response_media_type != "application/json"
+            ),
             response_class=_response_class(route),
             summary=operation.summary,
             name=operation.operation_id,

@@ -306,6 +306,20 @@ class BatchSearchItem(_Wire):
     )
     limit: int = Field(default=10, ge=1, le=100, description="As in a single search.")
     mode: SearchMode = Field(default="auto", description="As in a single search.")
+    filter: MemoryFilter | None = Field(
+        default=None, description="As in a single search, for this search only."
+    )
+    min_score: float | None = Field(
+        default=None,
+        allow_inf_nan=False,
+        description="As in a single search (full-text floor), for this search only.",
+    )
+    min_similarity: float | None = Field(
+        default=None,
+        ge=-1.0,
+        le=1.0,
+        description="As in a single search (vector floor), for this search only.",
+    )
 
 
 class BatchSearchRequest(_Wire):
@@ -324,6 +338,12 @@ class BatchSearchRequest(_Wire):
     )
     include_rerank: Literal["none", "redacted"] = Field(
         default="none", description="As in a single search, for every page."
+    )
+    revision: int | None = _int_field(
+        None,
+        ge=1,
+        description="As-of search for every search of the batch (one revision per batch; "
+        "default the head, read once). 404 when the scope has not reached it.",
     )
 
 

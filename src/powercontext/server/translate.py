@@ -102,7 +102,14 @@ def search_request(body: SearchRequest) -> SearchMemoryRequest:
 
 
 def batch_search_requests(body: BatchSearchRequest) -> list[SearchMemoryRequest]:
-    return [SearchMemoryRequest(query=s.query, limit=s.limit, mode=s.mode) for s in body.searches]
+    """Each search with its own filter and floors, all at the batch's one revision."""
+    return [
+        SearchMemoryRequest.model_validate(
+            search.model_dump(exclude={"filter"})
+            | {"filter": search.filter, "revision": body.revision}
+        )
+        for search in body.searches
+    ]
 
 
 def search_response(

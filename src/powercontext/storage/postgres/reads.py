@@ -81,6 +81,20 @@ async def fetch_versions(
     return {version.key: version for version in map(version_from_row, await cur.fetchall())}
 
 
+async def entry_heads(
+    conn: AsyncConnection[TupleRow], scope_id: str, entry_ids: Sequence[str]
+) -> dict[str, StoredVersion]:
+    wanted = sorted(set(entry_ids))
+    if not wanted:
+        return {}
+    cur = await conn.execute(
+        f"SELECT DISTINCT ON (entry_id) {VERSION_COLUMNS} FROM entry_versions "
+        "WHERE scope_id = %s AND entry_id = ANY(%s::text[]) ORDER BY entry_id, version DESC",
+        (scope_id, wanted),
+    )
+    return {v.entry_id: v for v in map(version_from_row, await cur.fetchall())}
+
+
 async def list_versions(
     conn: AsyncConnection[TupleRow],
     scope_id: str,

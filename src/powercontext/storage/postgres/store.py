@@ -172,6 +172,12 @@ class PostgresMemoryStore:
                 (scope_id, entry_id),
             )
 
+    async def entry_heads(
+        self, scope_id: str, entry_ids: Sequence[str]
+    ) -> dict[str, StoredVersion]:
+        async with self._connection("reading entries") as conn:
+            return await reads.entry_heads(conn, scope_id, entry_ids)
+
     async def idempotent_write(self, scope_id: str, key: str) -> IdempotentWrite | None:
         async with self._connection("reading an idempotency key") as conn:
             return await reads.idempotent_write(conn, scope_id, key)

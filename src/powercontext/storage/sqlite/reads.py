@@ -100,6 +100,22 @@ def fetch_versions(
     return found
 
 
+def entry_heads(
+    conn: sqlite3.Connection, scope_id: str, entry_ids: Sequence[str]
+) -> dict[str, StoredVersion]:
+    found: dict[str, StoredVersion] = {}
+    for part in chunks(sorted(set(entry_ids))):
+        marks = ",".join("?" * len(part))
+        for row in conn.execute(
+            f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE scope_id = ? "
+            f"AND entry_id IN ({marks}) ORDER BY version",
+            (scope_id, *part),
+        ):
+            version = _version(row)
+            found[version.entry_id] = version  # ascending: the last one wins
+    return found
+
+
 def list_versions(
     conn: sqlite3.Connection,
     scope_id: str,

@@ -34,6 +34,7 @@ from powercontext.storage.common import query_array, validate_plan
 from powercontext.storage.sqlite import erasure, reads, snapshots, writes
 from powercontext.storage.sqlite.ann import IndexOptions
 from powercontext.storage.sqlite.connections import MEMORY, ConnectionOptions, ConnectionPool
+from powercontext.storage.sqlite.filter_keys import Keys, SharedFilterScans
 from powercontext.storage.sqlite.fulltext import TermCache
 from powercontext.storage.sqlite.vectors import VectorCache
 
@@ -50,6 +51,7 @@ class SqliteMemoryStore:
         self.index = index or IndexOptions()
         if self.index.fulltext not in ("memory", "fts5"):
             raise MemoryValidationError(f"unknown fulltext mode {self.index.fulltext!r}")
+        self.filter_scans = SharedFilterScans()
         self.target = target
         """The database file, or `:memory:`."""
         self._vectors = VectorCache(options=self.index, db_path=target)
@@ -110,6 +112,14 @@ class SqliteMemoryStore:
     async def latest_version(self, scope_id: str, entry_id: str) -> StoredVersion | None:
         return await self._read(
             lambda conn: reads.latest_version(conn, scope_id, entry_id), "reading an entry"
+        )
+
+    async def entry_heads(
+        self, scope_id: str, entry_ids: Sequence[str]
+    ) -> dict[str, StoredVersion]:
+        wanted = list(entry_ids)
+        return await self._read(
+            lambda conn: reads.entry_heads(conn, scope_id, wanted), "reading entries"
         )
 
     async def idempotent_write(self, scope_id: str, key: str) -> IdempotentWrite | None:
@@ -174,9 +184,9 @@ class SqliteMemoryStore:
                 "searching the full-text index",
             )
         postings = self._terms.get(scope_id)
+        allowed = await self._filtered_keys(scope_id, revision, where)
 
         def work(conn: sqlite3.Connection) -> list[FtsCandidate]:
-            allowed = reads.filtered_keys(conn, scope_id, revision, where)
             with postings.lock:
                 postings.refresh(conn)
                 return postings.search(revision, wanted, limit, fields or FieldWeights(), allowed)
@@ -195,14 +205,27 @@ class SqliteMemoryStore:
     ) -> list[VectorCandidate]:
         vector = query_array(query)
         matrix = self._vectors.get(scope_id, profile_id)
+        allowed = await self._filtered_keys(scope_id, revision, where)
 
         def work(conn: sqlite3.Connection) -> list[VectorCandidate]:
-            allowed = reads.filtered_keys(conn, scope_id, revision, where)
             with matrix.lock:
                 matrix.refresh(conn)
                 return matrix.search(revision, vector, limit, allowed)
 
         return await self._read(work, "searching vectors")
+
+    async def _filtered_keys(
+        self, scope_id: str, revision: int, where: MemoryFilter | None
+    ) -> Keys | None:
+        """One scan per (scope, revision, filter) in flight, shared by concurrent channels."""
+
+        async def scan() -> Keys | None:
+            return await self._read(
+                lambda conn: reads.filtered_keys(conn, scope_id, revision, where),
+                "filtering entries",
+            )
+
+        return await self.filter_scans.keys(scope_id, revision, where, scan)
 
     async def missing_vector_count(self, scope_id: str, revision: int, profile_id: str) -> int:
         matrix = self._vectors.get(scope_id, profile_id)

@@ -1,0 +1,129 @@
+"""`powercontext memory export|import`: a scope to JSON lines and back, with a progress bar.
+
+The bar is drawn on stderr, so `export` can write the lines to stdout for a pipe; `--json`
+turns it off. Both run against a server (the SDK streams) or the embedded store (--local).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Literal, TextIO, cast, get_args
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
+
+from powercontext.cli import output
+from powercontext.cli.errors import fail_on_errors
+from powercontext.cli.memory_options import Connection, Scope, memory_command
+from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.transfer import OnExisting
+
+Revision = Annotated[
+    int | None, typer.Option(min=1, help="The revision to export (default the head).")
+]
+OutputFile = Annotated[
+    str, typer.Option("--output", "-o", help="Where to write the lines; `-` (default): stdout.")
+]
+InputFile = Annotated[str, typer.Argument(help="An export file; `-`: stdin.")]
+OnExistingOption = Annotated[
+    str,
+    typer.Option(
+        help="An entry id the scope holds already: fail (default; nothing more is written), "
+        "skip it, or replace it with the imported version."
+    ),
+]
+
+
+@contextmanager
+def _bar(description: str, *, disable: bool) -> Iterator[tuple[Progress, TaskID]]:
+    columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=output.errors, disable=disable) as progress:
+        yield progress, progress.add_task(description, total=None)
+
+
+@contextmanager
+def _opened(path: str, mode: Literal["r", "w"]) -> Iterator[TextIO]:
+    if path == "-":
+        yield sys.stdout if mode == "w" else sys.stdin
+        return
+    try:
+        with open(path, mode, encoding="utf-8", newline="\n") as handle:
+            yield handle
+    except OSError as exc:
+        raise MemoryValidationError(f"cannot open {path}: {exc.strerror}") from exc
+
+
+def _on_existing(value: str) -> OnExisting:
+    for policy in get_args(OnExisting):
+        if value == policy:
+            return cast(OnExisting, policy)
+    raise MemoryValidationError("--on-existing must be skip, replace or fail")
+
+
+@memory_command
+def export(
+    scope: Scope,
+    output_file: OutputFile = "-",
+    revision: Revision = None,
+    *,
+    connection: Connection,
+) -> None:
+    """Export the entries of a scope as JSON lines (a header line, then one entry per line)."""
+    with fail_on_errors(), _opened(output_file, "w") as sink:
+        with _bar(f"export {scope}", disable=connection.as_json) as (progress, task):
+
+            async def copy(lines: AsyncIterator[str]) -> int:
+                written = -1  # the header is not an entry
+                async for line in lines:
+                    if written < 0:
+                        progress.update(task, total=json.loads(line).get("entry_count"))
+                    sink.write(line)
+                    written += 1
+                    progress.update(task, completed=max(written, 0))
+                return max(written, 0)
+
+            count = connection.run(scope, lambda m: copy(m.export_lines(revision=revision)))
+        sink.flush()
+    if connection.as_json:
+        if output_file != "-":
+            output.print_json({"scope_id": scope, "entries": count, "output": output_file})
+        return
+    where = "stdout" if output_file == "-" else output_file
+    output.errors.print(f"exported {count} entries of {scope} to {where}")
+
+
+@memory_command
+def import_(
+    source: InputFile,
+    scope: Scope,
+    on_existing: OnExistingOption = "fail",
+    *,
+    connection: Connection,
+) -> None:
+    """Import an export into a scope, keeping entry ids (one revision per batch of lines)."""
+    with fail_on_errors():
+        policy = _on_existing(on_existing)
+        source_path = source if source == "-" else str(Path(source))
+        with (
+            _opened(source_path, "r") as lines,
+            _bar(f"import {scope}", disable=connection.as_json) as (progress, task),
+        ):
+
+            def report(done: int, total: int | None) -> None:
+                progress.update(task, completed=done, total=total)
+
+            result = connection.run(
+                scope, lambda m: m.import_lines(lines, on_existing=policy, progress=report)
+            )
+    if connection.as_json:
+        output.print_json(result.model_dump(mode="json"))
+        return
+    head = result.memory_ref.revision if result.memory_ref else 0
+    output.console.print(
+        f"imported into {scope}: {result.added} added, {result.replaced} replaced, "
+        f"{result.skipped} skipped, in {result.revisions} revisions (head {head})"
+    )

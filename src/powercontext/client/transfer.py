@@ -1,0 +1,179 @@
+"""Scope export and import over HTTP, streamed both ways (GET /v1/memory/export, POST
+/v1/memory/import). Neither side holds the whole export: lines are yielded as they arrive and
+sent as they are read.
+
+Progress on import counts the lines sent, against the header's `entry_count`; the server
+answers once it has written the last batch, and the final callback follows that answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from typing import Any
+
+import httpx
+
+from powercontext.client.errors import ApiError, ConnectionFailedError, error_from_response
+from powercontext.client.transport import scaled_timeout
+from powercontext.memory.transfer import (
+    IMPORT_BATCH_ENTRIES,
+    ImportProgress,
+    ImportResult,
+    OnExisting,
+)
+
+NDJSON = "application/x-ndjson"
+EXPORT_PATH = "/v1/memory/export"
+IMPORT_PATH = "/v1/memory/import"
+
+
+def _export_params(scope_id: str, revision: int | None) -> dict[str, Any]:
+    return {"scope_id": scope_id} | ({} if revision is None else {"revision": revision})
+
+
+def _error(response: httpx.Response) -> ApiError:
+    try:
+        payload: Any = response.json()
+    except ValueError:
+        payload = None
+    return error_from_response(response.status_code, payload, response.headers.get("x-request-id"))
+
+
+def _failed(exc: httpx.TransportError) -> ConnectionFailedError:
+    return ConnectionFailedError(f"cannot reach the PowerContext server: {type(exc).__name__}")
+
+
+class _LineCounter:
+    """Turns lines into request body chunks, counting entry lines for progress."""
+
+    def __init__(self, progress: ImportProgress | None) -> None:
+        self.progress = progress
+        self.sent = 0
+        self.total: int | None = None
+        self.header_seen = False
+
+    def chunk(self, line: str) -> bytes | None:
+        if not line.strip():
+            return None
+        if not self.header_seen:
+            self.header_seen = True
+            self.total = _entry_count(line)
+        else:
+            self.sent += 1
+            if self.progress is not None and self.sent % 100 == 0:
+                self.progress(self.sent, self.total)
+        return (line if line.endswith("\n") else line + "\n").encode("utf-8")
+
+    def finish(self, response: httpx.Response) -> ImportResult:
+        if not response.is_success:
+            raise _error(response)
+        if self.progress is not None:
+            self.progress(self.sent, self.total)
+        return ImportResult.model_validate(response.json())
+
+
+def _entry_count(header: str) -> int | None:
+    """The header's announced count, for progress only: the server validates the header."""
+    try:
+        count = json.loads(header).get("entry_count")
+    except (ValueError, AttributeError):
+        return None
+    return count if isinstance(count, int) else None
+
+
+def _import_params(scope_id: str, on_existing: OnExisting) -> dict[str, str]:
+    return {"scope_id": scope_id, "on_existing": on_existing}
+
+
+async def export_lines(
+    http: httpx.AsyncClient, scope_id: str, revision: int | None = None
+) -> AsyncIterator[str]:
+    """The export's lines, each ending with a newline; ApiError (e.g. not_found) before any."""
+    try:
+        async with http.stream(
+            "GET", EXPORT_PATH, params=_export_params(scope_id, revision)
+        ) as response:
+            if not response.is_success:
+                await response.aread()
+                raise _error(response)
+            async for line in response.aiter_lines():
+                if line:
+                    yield line + "\n"
+    except httpx.TransportError as exc:
+        raise _failed(exc) from exc
+
+
+async def import_lines(
+    http: httpx.AsyncClient,
+    scope_id: str,
+    lines: AsyncIterable[str] | Iterable[str],
+    on_existing: OnExisting = "fail",
+    progress: ImportProgress | None = None,
+) -> ImportResult:
+    counter = _LineCounter(progress)
+
+    async def body() -> AsyncIterator[bytes]:
+        if isinstance(lines, AsyncIterable):
+            async for line in lines:
+                if (chunk := counter.chunk(line)) is not None:
+                    yield chunk
+        else:
+            for line in lines:
+                if (chunk := counter.chunk(line)) is not None:
+                    yield chunk
+
+    try:
+        response = await http.post(
+            IMPORT_PATH,
+            params=_import_params(scope_id, on_existing),
+            content=body(),
+            headers={"content-type": NDJSON},
+            # The server may be writing a whole batch while the body waits.
+            timeout=scaled_timeout(http.timeout, IMPORT_BATCH_ENTRIES),
+        )
+    except httpx.TransportError as exc:
+        raise _failed(exc) from exc
+    return counter.finish(response)
+
+
+def export_lines_sync(
+    http: httpx.Client, scope_id: str, revision: int | None = None
+) -> Iterator[str]:
+    try:
+        with http.stream("GET", EXPORT_PATH, params=_export_params(scope_id, revision)) as response:
+            if not response.is_success:
+                response.read()
+                raise _error(response)
+            for line in response.iter_lines():
+                if line:
+                    yield line + "\n"
+    except httpx.TransportError as exc:
+        raise _failed(exc) from exc
+
+
+def import_lines_sync(
+    http: httpx.Client,
+    scope_id: str,
+    lines: Iterable[str],
+    on_existing: OnExisting = "fail",
+    progress: ImportProgress | None = None,
+) -> ImportResult:
+    counter = _LineCounter(progress)
+
+    def body() -> Iterator[bytes]:
+        for line in lines:
+            if (chunk := counter.chunk(line)) is not None:
+                yield chunk
+
+    try:
+        response = http.post(
+            IMPORT_PATH,
+            params=_import_params(scope_id, on_existing),
+            content=body(),
+            headers={"content-type": NDJSON},
+            timeout=scaled_timeout(http.timeout, IMPORT_BATCH_ENTRIES),
+        )
+    except httpx.TransportError as exc:
+        raise _failed(exc) from exc
+    return counter.finish(response)

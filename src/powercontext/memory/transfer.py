@@ -1,0 +1,387 @@
+"""Export a scope to JSON lines and import it into another, keeping entry ids.
+
+The format is one JSON object per line. The first line is a header naming the format and its
+version (a reader refuses versions it does not know), the scope and revision exported and the
+entry count (for progress bars). Every further line is one entry active at that revision, in
+write order, so threads keep their order and their neighbours when imported:
+
+    {"format": "powercontext.memory.export", "version": 1, "scope_id": "a", "revision": 7, ...}
+    {"entry_id": "...", "kind": "fact", "text": "...", "metadata": {}, "thread": null,
+     "occurred_at": "2026-01-02T03:04:05Z", "created_at": "...", "version": 2}
+
+`occurred_at` is the entry's event time (as written, else its write time), so an import keeps
+every entry's time even though the importing revisions get their own `created_at`. `version`
+and `created_at` are informational: an import writes version 1 of a new entry.
+
+An import writes one revision per batch of lines; a failure stops it with the earlier
+batches committed. With `on_existing="skip"` re-running an interrupted import is safe.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from powercontext.memory.commit import check_batch_size
+from powercontext.memory.entries import entry_from_stored, resolve_revision
+from powercontext.memory.errors import (
+    MemoryValidationError,
+    PayloadTooLargeError,
+    RevisionConflictError,
+)
+from powercontext.memory.indexing.threads import WriteIndex, source_of
+from powercontext.memory.models import (
+    EntryText,
+    Kind,
+    MemoryRef,
+    MemoryWriteResult,
+    Metadata,
+    OccurredAt,
+    Thread,
+)
+from powercontext.memory.ports import PlannedChange, StoredVersion
+
+if TYPE_CHECKING:
+    from powercontext.memory.service import MemoryService
+
+FORMAT = "powercontext.memory.export"
+FORMAT_VERSION = 1
+MAX_LINE_BYTES = 64 * 1024
+"""The longest line an import reads: an entry at its text and metadata bounds fits easily."""
+MAX_ENTRY_ID_CHARS = 128
+IMPORT_BATCH_ENTRIES = 1000
+"""Entries per import revision: bounds memory and embedding work per commit."""
+EXPORT_PAGE_ENTRIES = 500
+
+OnExisting = Literal["skip", "replace", "fail"]
+"""What an import does with an entry id the target scope holds already: keep the target's
+(`skip`), write the imported one as the entry's next version (`replace`), or stop (`fail`)."""
+ImportProgress = Callable[[int, int | None], None]
+"""(lines done, entry count announced by the header, if any)."""
+
+
+def _check_entry_id(value: str) -> str:
+    if not value.isprintable() or value != value.strip() or not value:
+        raise ValueError("entry_id must be printable, not blank, without surrounding spaces")
+    return value
+
+
+EntryId = Annotated[
+    str, Field(min_length=1, max_length=MAX_ENTRY_ID_CHARS), AfterValidator(_check_entry_id)
+]
+
+
+class NewEntry(BaseModel):
+    """An entry to write under a caller-chosen id (the unit of an import)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    entry_id: EntryId
+    kind: Kind = "fact"
+    text: EntryText
+    metadata: Metadata = Field(default_factory=dict)
+    thread: Thread | None = None
+    occurred_at: OccurredAt | None = None
+
+
+class ExportedEntry(NewEntry):
+    """One entry line: a NewEntry plus what the source scope said of it."""
+
+    created_at: datetime | None = None
+    version: int | None = Field(default=None, ge=1)
+
+    def new_entry(self) -> NewEntry:
+        return NewEntry.model_validate(self.model_dump(exclude={"created_at", "version"}))
+
+
+class ExportHeader(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    format: Literal["powercontext.memory.export"] = "powercontext.memory.export"
+    version: int = FORMAT_VERSION
+    scope_id: str
+    revision: int = Field(ge=1)
+    entry_count: int = Field(ge=0)
+    exported_at: datetime
+
+
+class ImportResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    memory_ref: MemoryRef | None
+    """The target scope's head after the import (None: nothing was written to an empty one)."""
+    source: ExportHeader
+    added: int = 0
+    replaced: int = 0
+    skipped: int = 0
+    revisions: int = 0
+
+
+# ---- export ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeExport:
+    """A scope's export at one revision: the header is known before any entry line is read,
+    so a transport can refuse an unknown scope before it starts streaming."""
+
+    service: MemoryService
+    header: ExportHeader
+
+    async def lines(self) -> AsyncIterator[str]:
+        """The header and every entry line, each ending with a newline."""
+        yield self.header.model_dump_json() + "\n"
+        async for version in self._versions():
+            entry = entry_from_stored(self.header.scope_id, self.header.revision, version)
+            line = ExportedEntry(
+                entry_id=entry.entry_id,
+                kind=entry.kind,
+                text=entry.text,
+                metadata=entry.metadata,
+                thread=entry.thread,
+                occurred_at=entry.occurred_at,
+                created_at=entry.created_at,
+                version=entry.version,
+            )
+            yield line.model_dump_json() + "\n"
+
+    async def _versions(self) -> AsyncIterator[StoredVersion]:
+        after: int | None = None
+        while True:
+            page = await self.service.store.list_versions(
+                self.header.scope_id,
+                self.header.revision,
+                after_key=after,
+                limit=EXPORT_PAGE_ENTRIES,
+            )
+            for version in page:
+                yield version
+            if len(page) < EXPORT_PAGE_ENTRIES:
+                return
+            after = page[-1].key
+
+
+async def open_export(
+    service: MemoryService, scope_id: str, revision: int | None = None
+) -> ScopeExport:
+    """NotFoundError when the scope has no revision (or not `revision`)."""
+    at = await resolve_revision(service.store, scope_id, revision)
+    header = ExportHeader(
+        scope_id=scope_id,
+        revision=at,
+        entry_count=await service.store.active_count(scope_id, at),
+        exported_at=datetime.now(UTC),
+    )
+    return ScopeExport(service, header)
+
+
+# ---- import ----------------------------------------------------------------------------
+
+
+class _NothingToWrite(Exception):
+    """Every entry of a batch was skipped: no revision is made."""
+
+
+@dataclass(slots=True)
+class EntryCounts:
+    """What one import or add_entries did with its entries."""
+
+    added: int = 0
+    replaced: int = 0
+    skipped: int = 0
+
+
+async def add_entries(
+    service: MemoryService,
+    scope_id: str,
+    entries: Sequence[NewEntry],
+    on_existing: OnExisting = "fail",
+) -> tuple[MemoryWriteResult | None, EntryCounts]:
+    """Write `entries` under their own ids in one revision (None when all were skipped)."""
+    if not entries:
+        raise MemoryValidationError("add_entries needs at least one entry")
+    check_batch_size(len(entries), service.config.max_batch_entries)
+    ids = [e.entry_id for e in entries]
+    if len(set(ids)) != len(ids):
+        raise MemoryValidationError("one batch names the same entry_id twice")
+    counts = EntryCounts()
+    planned: list[WriteIndex] = []
+
+    async def plan() -> list[PlannedChange]:
+        heads = await service.store.entry_heads(scope_id, ids)
+        if heads and on_existing == "fail":
+            raise RevisionConflictError(
+                f"{len(heads)} entries exist in scope {scope_id!r} already, e.g. "
+                f"{sorted(heads)[0]!r} (on_existing='fail')",
+                expected=None,
+                actual=None,
+            )
+        kept = [e for e in entries if on_existing == "replace" or e.entry_id not in heads]
+        counts.skipped = len(entries) - len(kept)
+        counts.replaced = sum(1 for e in kept if e.entry_id in heads)
+        counts.added = len(kept) - counts.replaced
+        if not kept:
+            raise _NothingToWrite
+        sources = [source_of(e) for e in kept]
+        index = await service.threads.plan(scope_id, sources)
+        planned[:] = [index]
+        return [
+            _change(service, entry, heads.get(entry.entry_id), tokens)
+            for entry, tokens in zip(kept, index.tokens, strict=True)
+        ]
+
+    try:
+        result = await service.write_planned(scope_id, None, plan, None, lambda: planned[0])
+    except _NothingToWrite:
+        return None, counts
+    return result, counts
+
+
+def _change(
+    service: MemoryService, entry: NewEntry, head: StoredVersion | None, tokens: str
+) -> PlannedChange:
+    source = source_of(entry)
+    if head is None:
+        new = service.new_version(entry.entry_id, 1, source, tokens=tokens)
+        return PlannedChange(op="add", new=new, reason="import")
+    new = service.new_version(entry.entry_id, head.version + 1, source, tokens=tokens)
+    if head.removed_revision is None:
+        return PlannedChange(
+            op="revise", new=new, previous_entry_version_id=head.entry_version_id, reason="import"
+        )
+    return PlannedChange(op="reactivate", new=new, reason="import")
+
+
+def _parse(line: str, number: int, model: type[BaseModel]) -> Any:
+    if len(line.encode("utf-8")) > MAX_LINE_BYTES:
+        raise PayloadTooLargeError(f"line {number} exceeds {MAX_LINE_BYTES} bytes")
+    try:
+        return model.model_validate(json.loads(line))
+    except ValueError as exc:  # JSONDecodeError and ValidationError alike
+        detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        raise MemoryValidationError(f"line {number}: {detail}") from exc
+
+
+def parse_header(line: str) -> ExportHeader:
+    try:
+        raw = json.loads(line)
+    except ValueError as exc:
+        raise MemoryValidationError(f"line 1: not JSON ({exc})") from exc
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise MemoryValidationError(f"line 1 must be a {FORMAT!r} header")
+    if raw.get("version") != FORMAT_VERSION:
+        raise MemoryValidationError(
+            f"export format version {raw.get('version')!r} is not supported "
+            f"(this release reads version {FORMAT_VERSION})"
+        )
+    header: ExportHeader = _parse(line, 1, ExportHeader)
+    return header
+
+
+async def split_lines(chunks: AsyncIterable[bytes]) -> AsyncIterator[str]:
+    """UTF-8 lines of a byte stream, as they complete: at most one line (bounded by
+    MAX_LINE_BYTES) is held, however long the stream."""
+    pending = bytearray()
+    number = 0
+
+    def decoded(raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MemoryValidationError(f"line {number}: not UTF-8") from exc
+
+    async for chunk in chunks:
+        pending += chunk
+        while (end := pending.find(b"\n")) >= 0:
+            number += 1
+            raw = bytes(pending[:end])
+            del pending[: end + 1]
+            if len(raw) > MAX_LINE_BYTES:
+                raise PayloadTooLargeError(f"line {number} exceeds {MAX_LINE_BYTES} bytes")
+            yield decoded(raw)
+        if len(pending) > MAX_LINE_BYTES:
+            raise PayloadTooLargeError(f"line {number + 1} exceeds {MAX_LINE_BYTES} bytes")
+    if pending:
+        number += 1
+        yield decoded(bytes(pending))
+
+
+async def _numbered(
+    lines: AsyncIterable[str] | Iterable[str],
+) -> AsyncIterator[tuple[int, str]]:
+    number = 0
+    if isinstance(lines, AsyncIterable):
+        async for line in lines:
+            number += 1
+            yield number, line
+    else:
+        for line in lines:
+            number += 1
+            yield number, line
+
+
+async def import_lines(
+    service: MemoryService,
+    scope_id: str,
+    lines: AsyncIterable[str] | Iterable[str],
+    *,
+    on_existing: OnExisting = "fail",
+    batch_entries: int | None = None,
+    progress: ImportProgress | None = None,
+) -> ImportResult:
+    """Read an export (header first) and write its entries into `scope_id`, one revision per
+    `batch_entries` lines (default IMPORT_BATCH_ENTRIES, at most the deployment's batch bound).
+    Lines are read as they arrive: a stream is never held whole."""
+    if batch_entries is None:
+        batch_entries = min(IMPORT_BATCH_ENTRIES, service.config.max_batch_entries)
+    if not 1 <= batch_entries <= service.config.max_batch_entries:
+        raise MemoryValidationError(f"batch_entries must be 1..{service.config.max_batch_entries}")
+    header: ExportHeader | None = None
+    batch: list[NewEntry] = []
+    done = 0
+    totals = EntryCounts()
+    revisions = 0
+    result: MemoryWriteResult | None = None
+
+    async def flush() -> None:
+        nonlocal done, revisions, result
+        written, counts = await add_entries(service, scope_id, batch, on_existing)
+        totals.added += counts.added
+        totals.replaced += counts.replaced
+        totals.skipped += counts.skipped
+        if written is not None:
+            revisions += 1
+            result = written
+        done += len(batch)
+        batch.clear()
+        if progress is not None:
+            progress(done, header.entry_count if header else None)
+
+    async for number, line in _numbered(lines):
+        if not line.strip():
+            continue
+        if header is None:
+            header = parse_header(line)
+            continue
+        entry: ExportedEntry = _parse(line, number, ExportedEntry)
+        batch.append(entry.new_entry())
+        if len(batch) >= batch_entries:
+            await flush()
+    if header is None:
+        raise MemoryValidationError(f"an import needs a {FORMAT!r} header line")
+    if batch:
+        await flush()
+    ref = result.memory_ref if result is not None else await service.head(scope_id)
+    return ImportResult(
+        memory_ref=ref,
+        source=header,
+        added=totals.added,
+        replaced=totals.replaced,
+        skipped=totals.skipped,
+        revisions=revisions,
+    )

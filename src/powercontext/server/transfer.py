@@ -1,0 +1,132 @@
+"""Scope export and import over HTTP v1: JSON lines streamed both ways (see memory.transfer).
+
+Both are raw routes of the operations table: the export is written as the scope is read,
+and the import body is parsed line by line as it arrives, so the request middleware leaves
+it unbuffered (`streaming_paths` in app.py) and each line is bounded instead
+(MAX_LINE_BYTES). Their query parameters are validated with `ExportQuery` / `ImportQuery`,
+which the table also documents.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, Field, ValidationError
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.models import ScopeId
+from powercontext.memory.transfer import (
+    FORMAT,
+    FORMAT_VERSION,
+    OnExisting,
+    split_lines,
+)
+from powercontext.server.calls import Call
+from powercontext.server.schemas import MemoryRefModel, _Wire
+
+NDJSON = "application/x-ndjson"
+
+
+class ExportQuery(_Wire):
+    """The query of GET /v1/memory/export."""
+
+    scope_id: ScopeId = Field(description="The scope to export.")
+    revision: int | None = Field(
+        default=None, ge=1, description="The revision to export (default the head)."
+    )
+
+
+class ImportQuery(_Wire):
+    """The query of POST /v1/memory/import."""
+
+    scope_id: ScopeId = Field(description="The scope to import into.")
+    on_existing: OnExisting = Field(
+        default="fail",
+        description="An entry id the scope holds already: `fail` (409, the default; batches "
+        "before it stay written), `skip` it, or `replace` it with the imported version. With "
+        "`skip`, re-running an interrupted import completes it.",
+    )
+
+
+class ExportHeaderModel(_Wire):
+    """Line 1 of an export (JSON lines): the entry lines follow, in write order. An import
+    reads the body as it arrives, each line at most 64 KiB (413 beyond); the body as a whole
+    has no size limit."""
+
+    format: str = Field(description=f"Always {FORMAT!r}.")
+    version: int = Field(
+        description=f"The format version the export was written in ({FORMAT_VERSION}); "
+        "an import refuses versions it does not know."
+    )
+    scope_id: str = Field(description="The scope exported.")
+    revision: int = Field(ge=1, description="The revision exported.")
+    entry_count: int = Field(ge=0, description="Entry lines that follow the header.")
+    exported_at: datetime = Field(description="When the export was made (UTC).")
+
+
+class ExportedEntryModel(_Wire):
+    """Every line after the header: one entry."""
+
+    entry_id: str = Field(description="Kept by an import (1-128 printable characters).")
+    kind: str = Field(description="The entry's kind.")
+    text: str = Field(description="The entry's text.")
+    metadata: dict[str, Any] = Field(description="The entry's metadata.")
+    thread: str | None = Field(default=None, description="Its thread, if any.")
+    occurred_at: datetime | None = Field(
+        default=None, description="The event time: as written, else the write time."
+    )
+    created_at: datetime | None = Field(
+        default=None, description="When the source wrote this version (informational)."
+    )
+    version: int | None = Field(
+        default=None, ge=1, description="The version exported (informational)."
+    )
+
+
+ExportLine = ExportHeaderModel | ExportedEntryModel
+"""One line of an export: the header first, then entries."""
+
+
+class ImportResponse(_Wire):
+    memory_ref: MemoryRefModel | None = Field(
+        description="The scope's head after the import (null: an empty scope stayed empty)."
+    )
+    source: ExportHeaderModel = Field(description="The header of the imported export.")
+    added: int = Field(ge=0, description="Entries written under ids new to the scope.")
+    replaced: int = Field(ge=0, description="Existing entries given a new version (`replace`).")
+    skipped: int = Field(ge=0, description="Existing entries left as they were (`skip`).")
+    revisions: int = Field(
+        ge=0,
+        description="Revisions written: one per batch of up to 1000 lines (at most "
+        "POWERCONTEXT_SERVER_RUNTIME_MAX_BATCH_ENTRIES); a batch of skipped entries writes none.",
+    )
+
+
+Q = TypeVar("Q", bound=BaseModel)
+
+
+def _query(model: type[Q], request: Request) -> Q:
+    try:
+        return model.model_validate(dict(request.query_params))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "query"
+        raise MemoryValidationError(f"query.{where}: {first['msg']}") from exc
+
+
+async def export_scope(call: Call, request: Request) -> Response:
+    query = _query(ExportQuery, request)
+    memory = call.memory(query.scope_id)
+    export = await memory.export(revision=query.revision)  # 404 before the stream starts
+    return StreamingResponse(export.lines(), media_type=NDJSON)
+
+
+async def import_scope(call: Call, request: Request) -> Response:
+    query = _query(ImportQuery, request)
+    memory = call.memory(query.scope_id)
+    result = await memory.import_lines(split_lines(request.stream()), on_existing=query.on_existing)
+    answer = ImportResponse.model_validate(result.model_dump())
+    return Response(answer.model_dump_json(), media_type="application/json")
