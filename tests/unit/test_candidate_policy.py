@@ -127,4 +127,4 @@ def test_v2_defaults_give_time_questions_the_smaller_pool() -> None:
     assert BY_CLASS_POLICY_ID.endswith(".by_class.v2")
     one_date = CandidatePolicy(name="by_class").choose("When did Ana move?", AnalyzerConfig(), 30)
     one_fact = CandidatePolicy(name="by_class").choose("Where does Ana live?", AnalyzerConfig(), 30)
-    assert (one_date.candidate_limit, one_fact.candidate_limit) == (20, 50)
+    assert (one_date.candidate_limit, one_fact.candidate_limit) == (10, 20)
