@@ -9,8 +9,9 @@ v2 keeps v1's rules and changes the default table. v1's (one_fact 20, time 20, c
 count 50, list 50) sat 0.001 below the fixed-limit curve on LoCoMo once issue 17's search made
 the Top-20 pool much better. v2's table was chosen by `powercontext.bench.locomo.class_fit` on
 two LoCoMo conversations (conv-26, conv-30) out of the grid 10..50 and judged on the two others
-(docs/locomo.md): time questions keep 20 candidates, every other class gets 50. The margin
-it buys over the fixed-limit curve is small (docs/locomo.md gives it, held out).
+(docs/locomo.md), with issue 17's search defaults: time questions take 10 candidates, every
+other class 20. The margin it buys over the fixed-limit curve is small (docs/locomo.md gives
+it, held out).
 
 The rules read the casefolded, unstemmed words of the query (the analyzer's tokenizer, so
 any script it splits works). One rule holds in every language: two or more question marks
