@@ -308,7 +308,11 @@ class HttpConfig(_Group):
     """JSON object: {"<key>": ["scope-a", "scope-b"] or ["*"]}."""
     api_keys_file: Path | None = None
     allow_unauthenticated_public_bind: bool = False
-    max_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    """Body limit of every buffered route. No valid body other than remember's grows with the
+    caller's data (queries, ids and cursors have their own limits; the largest default batch
+    search is about 0.5 MiB), and a larger body would only stall the event loop while it is
+    parsed. Raise it with RUNTIME_MAX_BATCH_QUERIES. Streamed imports are not subject to it."""
     max_write_body_bytes: int = Field(default=1024 * 1024, ge=64 * 1024)
     """Body limit of remember (one or a batch) and /mcp: parsing JSON holds the GIL and stalls
     every other request, so large batches are split by the client (the SDK does) instead."""

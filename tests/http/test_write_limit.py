@@ -166,3 +166,23 @@ def test_entry_count_is_bounded_before_entries_are_validated(
             json={"scope_id": fresh_scope, "entries": entries[:MAX_WIRE_BATCH_ENTRIES]},
         )
         assert accepted.status_code == 200, accepted.text
+
+
+def test_the_default_general_limit_holds_the_largest_default_batch_search() -> None:
+    """Every buffered body is bounded by a few MiB (parsing holds the event loop), yet the
+    largest batch search the default settings accept still fits."""
+    from powercontext.config import RuntimeConfig
+    from powercontext.memory.models import MAX_QUERY_BYTES
+    from powercontext.server.gate import body_limit
+
+    http = HttpConfig()
+    assert http.max_body_bytes <= 4 * 1024 * 1024
+    searches = [{"query": "q" * MAX_QUERY_BYTES, "limit": 10}] * RuntimeConfig().max_batch_queries
+    body = json.dumps({"scope_id": "s", "searches": searches}).encode()
+    assert len(body) < http.max_body_bytes // 2
+    limit = body_limit(
+        "/v1/memory/search/batch",
+        max_body_bytes=http.max_body_bytes,
+        max_write_body_bytes=http.max_write_body_bytes,
+    )
+    assert limit.max_bytes == http.max_body_bytes

@@ -27,7 +27,7 @@ any other). Every response carries `X-Request-ID` (echoed when the client sends 
 at most 128 characters `[A-Za-z0-9._:-]`, else generated). Errors use one envelope:
 `{"error": {"code", "message", "details"}}`.
 
-Bodies larger than POWERCONTEXT_SERVER_HTTP_MAX_BODY_BYTES (default 64 MiB) are refused with
+Bodies larger than POWERCONTEXT_SERVER_HTTP_MAX_BODY_BYTES (default 4 MiB) are refused with
 413 before they are parsed; `remember` bodies (one entry or a batch) and `/mcp` bodies larger
 than POWERCONTEXT_SERVER_HTTP_MAX_WRITE_BODY_BYTES (default 1 MiB). Split larger batches into
 several requests.
