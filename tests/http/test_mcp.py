@@ -43,6 +43,12 @@ from powercontext.server.schemas import (
     WriteResultModel,
 )
 from powercontext.server.scopes import ListScopesRequest, ScopesResponse
+from powercontext.server.transfer import (
+    ExportPageRequest,
+    ExportPageResponse,
+    ImportEntriesRequest,
+    ImportResponse,
+)
 from tests.http.conftest import KEY_A, KEY_ALL, KEY_B, Served
 
 TOOL_MODELS = {
@@ -62,6 +68,8 @@ TOOL_MODELS = {
     "list_scopes": (ListScopesRequest, ScopesResponse),
     "forget_entry": (ForgetEntriesRequest, ForgetResultModel),
     "forget_scope": (ForgetScopeBody, ForgetResultModel),
+    "export_page": (ExportPageRequest, ExportPageResponse),
+    "import_entries": (ImportEntriesRequest, ImportResponse),
 }
 
 

@@ -18,7 +18,10 @@ from tests.http.test_mcp import _ok, _unique, mcp_client
 def test_every_http_route_comes_from_its_row_with_errors_from_the_error_table() -> None:
     paths = generate_openapi(create_app())["paths"]
     for operation in OPERATIONS:
-        assert operation.http is not None
+        if operation.http is None:  # MCP only: export and import a page at a time
+            assert operation.tools and operation.handler is not None
+            assert operation.name not in {p.strip("/").split("/")[-1] for p in paths}
+            continue
         served = paths[operation.http.path][operation.http.method.lower()]
         assert served["operationId"] == operation.operation_id
         assert served["summary"] == operation.summary

@@ -19,6 +19,7 @@ from powercontext.memory.transfer import FORMAT, MAX_LINE_BYTES
 from powercontext.server import create_app
 from powercontext.server.contract import generate_openapi
 from tests.http.conftest import BATCH_LIMIT, BODY_LIMIT, KEY_A, Served
+from tests.http.test_mcp import _ok, mcp_client
 
 runner = CliRunner()
 
@@ -218,3 +219,49 @@ def test_the_contract_documents_the_streamed_routes() -> None:
     assert "application/x-ndjson" in imported["requestBody"]["content"]
     error = export["responses"]["404"]["content"]["application/json"]["schema"]
     assert error["$ref"].endswith("/ErrorEnvelope")
+
+
+async def test_mcp_exports_and_imports_a_page_at_a_time(
+    open_server: Served, fresh_scope: str
+) -> None:
+    _seed(open_server, fresh_scope, count=5)
+    target = f"{fresh_scope}-mcp-copy"
+    async with mcp_client(open_server) as client:
+        first = _ok(await client.call_tool("export_page", {"scope_id": fresh_scope, "limit": 2}))
+        assert first["header"]["entry_count"] == 5 and first["next_offset"] == 2
+        revision = first["header"]["revision"]
+        pages, offset = [first], first["next_offset"]
+        _seed(open_server, fresh_scope, count=1)  # a later write: the pages keep one revision
+        while offset is not None:
+            page = _ok(
+                await client.call_tool(
+                    "export_page",
+                    {"scope_id": fresh_scope, "revision": revision, "offset": offset, "limit": 2},
+                )
+            )
+            pages.append(page)
+            offset = page["next_offset"]
+        assert [len(p["entries"]) for p in pages] == [2, 2, 1]
+        for page in pages:
+            written = _ok(
+                await client.call_tool(
+                    "import_entries",
+                    {"scope_id": target, "header": page["header"], "entries": page["entries"]},
+                )
+            )
+            assert written["added"] == len(page["entries"])
+        again = _ok(
+            await client.call_tool(
+                "import_entries",
+                {
+                    "scope_id": target,
+                    "header": first["header"],
+                    "entries": first["entries"],
+                    "on_existing": "skip",
+                },
+            )
+        )
+        assert again["skipped"] == 2 and again["added"] == 0
+    copied = _entries(open_server, target)
+    assert len(copied) == 5
+    assert {e[0] for e in copied} == {e["entry_id"] for p in pages for e in p["entries"]}

@@ -20,7 +20,14 @@ batches committed. With `on_existing="skip"` re-running an interrupted import is
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Sequence,
+)
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -133,7 +140,7 @@ class ScopeExport:
     service: MemoryService
     header: ExportHeader
 
-    async def lines(self) -> AsyncIterator[str]:
+    async def lines(self) -> AsyncGenerator[str, None]:
         """The header and every entry line, each ending with a newline."""
         yield self.header.model_dump_json() + "\n"
         async for version in self._versions():

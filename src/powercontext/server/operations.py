@@ -48,10 +48,15 @@ from powercontext.server.scopes import ListScopesRequest, ScopesResponse
 from powercontext.server.transfer import (
     NDJSON,
     ExportLine,
+    ExportPageRequest,
+    ExportPageResponse,
     ExportQuery,
+    ImportEntriesRequest,
     ImportQuery,
     ImportResponse,
+    export_page,
     export_scope,
+    import_entries,
     import_scope,
 )
 
@@ -421,6 +426,43 @@ OPERATIONS: tuple[Operation, ...] = (
             raw=import_scope,
             request_media_type=NDJSON,
             query=ImportQuery,
+        ),
+    ),
+    # MCP cannot stream: its export and import go a page at a time (HTTP streams instead).
+    Operation(
+        "export_page",
+        "Export a page of a scope's entries",
+        ExportPageRequest,
+        ExportPageResponse,
+        export_page,
+        writes=False,
+        http=None,
+        tools=(
+            McpTool(
+                "export_page",
+                "Export a page",
+                "A page of a scope's export: its header and up to `limit` entries from "
+                "`offset`, in write order, with `next_offset` for the next page (pass the "
+                "header's revision to read every page at one revision).",
+            ),
+        ),
+    ),
+    Operation(
+        "import_entries",
+        "Import a page of an export into a scope",
+        ImportEntriesRequest,
+        ImportResponse,
+        import_entries,
+        writes=True,
+        http=None,
+        tools=(
+            McpTool(
+                "import_entries",
+                "Import a page",
+                "Write an export's entries (its header and up to 1000 entries, one page of "
+                "export_page) into a scope, keeping their ids; on_existing: fail, skip or "
+                "replace.",
+            ),
         ),
     ),
 )

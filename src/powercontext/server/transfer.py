@@ -9,6 +9,7 @@ which the table also documents.
 
 from __future__ import annotations
 
+from contextlib import aclosing
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -103,6 +104,70 @@ class ImportResponse(_Wire):
         description="Revisions written: one per batch of up to 1000 lines (at most "
         "POWERCONTEXT_SERVER_RUNTIME_MAX_BATCH_ENTRIES); a batch of skipped entries writes none.",
     )
+
+
+class ExportPageRequest(_Wire):
+    """An export read a page at a time: what MCP offers, since a tool's answer is one bounded
+    JSON message and cannot stream."""
+
+    scope_id: ScopeId = Field(description="The scope to export.")
+    revision: int | None = Field(
+        default=None,
+        ge=1,
+        description="The revision to export (default the head). Pass the first page's "
+        "`header.revision` when reading the next pages, so every page reads one revision.",
+    )
+    offset: int = Field(
+        default=0, ge=0, description="Entry lines to skip: the previous page's `next_offset`."
+    )
+    limit: int = Field(default=200, ge=1, le=1000, description="Entries on this page.")
+
+
+class ExportPageResponse(_Wire):
+    header: ExportHeaderModel = Field(description="The export's header (the same every page).")
+    entries: list[ExportedEntryModel] = Field(description="Entry lines, in write order.")
+    next_offset: int | None = Field(
+        description="The `offset` of the next page; null on the last page."
+    )
+
+
+class ImportEntriesRequest(_Wire):
+    """An export's header and up to 1000 of its entries, imported as POST /v1/memory/import
+    would (call it once per page of an export)."""
+
+    scope_id: ScopeId = Field(description="The scope to import into.")
+    header: ExportHeaderModel = Field(description="The export's header.")
+    entries: list[ExportedEntryModel] = Field(max_length=1000, description="Entries to write.")
+    on_existing: OnExisting = Field(
+        default="fail", description="As for POST /v1/memory/import: `fail`, `skip` or `replace`."
+    )
+
+
+async def export_page(call: Call, body: ExportPageRequest) -> ExportPageResponse:
+    export = await call.memory(body.scope_id).export(revision=body.revision)
+    entries: list[ExportedEntryModel] = []
+    more = False
+    async with aclosing(export.lines()) as lines:
+        position = -1  # the header is line -1: entries count from 0
+        async for line in lines:
+            if position >= body.offset + body.limit:
+                more = True
+                break
+            if position >= body.offset:
+                entries.append(ExportedEntryModel.model_validate_json(line))
+            position += 1
+    return ExportPageResponse(
+        header=ExportHeaderModel.model_validate(export.header.model_dump()),
+        entries=entries,
+        next_offset=body.offset + len(entries) if more else None,
+    )
+
+
+async def import_entries(call: Call, body: ImportEntriesRequest) -> ImportResponse:
+    lines = [body.header.model_dump_json(), *(e.model_dump_json() for e in body.entries)]
+    memory = call.memory(body.scope_id)
+    result = await memory.import_lines(lines, on_existing=body.on_existing)
+    return ImportResponse.model_validate(result.model_dump())
 
 
 Q = TypeVar("Q", bound=BaseModel)
