@@ -187,5 +187,5 @@ def test_search_shows_the_query_class_under_the_by_class_policy(tmp_path: Path) 
                 "/ui/api/search", json={"scope_id": SCOPE, "query": "when was the tomato sown"}
             ).json()["rerank"]
     assert counted["candidate_policy_id"] == "powercontext.memory.candidates.by_class.v2"
-    assert (counted["query_class"], counted["candidate_limit"]) == ("count", 50)
+    assert (counted["query_class"], counted["candidate_limit"]) == ("count", 20)
     assert (dated["query_class"], dated["candidate_limit"]) == ("time", 20)
