@@ -1,4 +1,4 @@
-"""The search answer is built without revalidating the runtime's hits (server CPU per request);
+"""The search answer is validated in one call from the runtime hits (server CPU per request);
 it must stay exactly the answer a validated build gives, on the wire and as a model."""
 
 from __future__ import annotations
