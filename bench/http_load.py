@@ -7,6 +7,7 @@ httpx async clients in this process, in fts mode. Each level is bounded by `--re
 
     python bench/http_load.py          # 10k entries; writes bench/results/http_load.json
     python bench/http_load.py --entries 2000 --seconds 3 --concurrency 1 16
+    python bench/http_load.py --concurrency 1 --profile /tmp/server.prof   # where the CPU goes
 """
 
 from __future__ import annotations
@@ -70,15 +71,38 @@ def _free_port() -> int:
         return port
 
 
-def start_server(db: Path, port: int, embedding_model: str = "none") -> subprocess.Popen[bytes]:
+# The event loop thread's own CPU time (thread_time): wall time would charge it with the waits
+# for the GIL and the socket, and the search's worker threads are not profiled at all.
+_PROFILED_SERVER = """
+import cProfile, runpy, time
+profiler = cProfile.Profile(time.thread_time)
+profiler.enable()
+try:
+    runpy.run_module("powercontext.cli", run_name="__main__")
+except (SystemExit, KeyboardInterrupt):
+    pass
+finally:
+    profiler.disable()
+    profiler.dump_stats({output!r})
+"""
+
+
+def start_server(
+    db: Path, port: int, embedding_model: str = "none", profile: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """The server process; with `profile`, under cProfile, which writes its stats there when
+    the server exits (SIGTERM: uvicorn shuts down cleanly)."""
     env = os.environ | {
         "POWERCONTEXT_SERVER_DATABASE_URL": f"sqlite:///{db}",
         "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL": embedding_model,
         "POWERCONTEXT_SERVER_HTTP_HOST": "127.0.0.1",
         "POWERCONTEXT_SERVER_HTTP_PORT": str(port),
     }
+    command = ["-m", "powercontext.cli", "server", "run"]
+    if profile is not None:
+        command = ["-c", _PROFILED_SERVER.format(output=str(profile)), "server", "run"]
     return subprocess.Popen(
-        [sys.executable, "-m", "powercontext.cli", "server", "run"],
+        [sys.executable, *command],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -202,7 +226,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         seed_seconds = await seed(db, args.entries, vocabulary, rng)
         port = _free_port()
         url = f"http://127.0.0.1:{port}"
-        process = start_server(db, port)
+        process = start_server(db, port, profile=args.profile)
         try:
             await wait_ready(url, process)
             levels = []
@@ -213,7 +237,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 print(json.dumps(result), flush=True)
                 levels.append(result)
         finally:
-            process.send_signal(signal.SIGTERM)
+            # uvicorn re-raises the signal it shut down on; SIGINT ends in KeyboardInterrupt,
+            # which lets cProfile write its stats, where SIGTERM's default action would not.
+            process.send_signal(signal.SIGINT if args.profile else signal.SIGTERM)
             process.wait(timeout=30)
     return {
         "benchmark": "http_search_fts",
@@ -239,6 +265,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=8.0, help="per level, at most")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="run the server under cProfile and write its stats here (the CPU figures then "
+        "include the profiler's overhead; read with `python -m pstats PATH`)",
+    )
     return parser.parse_args(argv)
 
 
