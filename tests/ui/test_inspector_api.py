@@ -188,4 +188,4 @@ def test_search_shows_the_query_class_under_the_by_class_policy(tmp_path: Path) 
             ).json()["rerank"]
     assert counted["candidate_policy_id"] == "powercontext.memory.candidates.by_class.v2"
     assert (counted["query_class"], counted["candidate_limit"]) == ("count", 20)
-    assert (dated["query_class"], dated["candidate_limit"]) == ("time", 20)
+    assert (dated["query_class"], dated["candidate_limit"]) == ("time", 10)
