@@ -9,10 +9,11 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from powercontext.memory.ports import NewVersion, PlannedChange
+from powercontext.memory.ports import PlannedChange
 from powercontext.storage.sqlite import SqliteMemoryStore, signbits, snapshots, vectors
 from powercontext.storage.sqlite.ann import IndexOptions
 from powercontext.storage.sqlite.vectors import VectorMatrix
+from tests.integration.planned import planned_adds
 
 # Small thresholds so that a few hundred rows exercise the sign-bit path and the snapshots.
 OPTIONS = IndexOptions(ann_min_rows=100, snapshot_min_rows=100, rescore_min=50)
@@ -20,21 +21,7 @@ DIMENSION = 32
 
 
 def _adds(count: int, start: int = 0) -> list[PlannedChange]:
-    return [
-        PlannedChange(
-            op="add",
-            new=NewVersion(
-                entry_id=f"e{i}",
-                entry_version_id=f"v{i}",
-                version=1,
-                kind="fact",
-                text=f"text {i}",
-                metadata={},
-                index_tokens=f"text {i}",
-            ),
-        )
-        for i in range(start, start + count)
-    ]
+    return planned_adds([f"text {i}" for i in range(start, start + count)], start)
 
 
 def _units(count: int, seed: int) -> npt.NDArray[np.float32]:

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
-from powercontext.memory.ports import NewVersion, PlannedChange
+from powercontext.memory.ports import PlannedChange
 from powercontext.storage.sqlite import SqliteMemoryStore
 from powercontext.storage.sqlite.ann import IndexOptions
 from powercontext.storage.sqlite.fulltext import ScopeTerms
+from tests.integration.planned import planned_adds
 
 OPTIONS = IndexOptions(snapshot_min_rows=100)
 WORDS = [f"w{i}" for i in range(60)]
@@ -23,21 +24,7 @@ def _text(index: int, seed: int) -> str:
 
 
 def _adds(count: int, start: int = 0, seed: int = 1) -> list[PlannedChange]:
-    return [
-        PlannedChange(
-            op="add",
-            new=NewVersion(
-                entry_id=f"e{i}",
-                entry_version_id=f"v{i}",
-                version=1,
-                kind="fact",
-                text=_text(i, seed),
-                metadata={},
-                index_tokens=_text(i, seed),
-            ),
-        )
-        for i in range(start, start + count)
-    ]
+    return planned_adds([_text(i, seed) for i in range(start, start + count)], start)
 
 
 async def _filled(path: Path, count: int, seed: int = 1) -> list[int]:

@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.memory.ports import NewVersion, PlannedChange
+from powercontext.memory.ports import PlannedChange
 from powercontext.storage.sqlite import SqliteMemoryStore
 from powercontext.storage.sqlite.vectors import VectorMatrix, VectorRow
+from tests.integration.planned import planned_adds
 
 
 class CountingMatrix(VectorMatrix):
@@ -25,21 +26,7 @@ class CountingMatrix(VectorMatrix):
 
 
 def _adds(count: int, start: int = 0) -> list[PlannedChange]:
-    return [
-        PlannedChange(
-            op="add",
-            new=NewVersion(
-                entry_id=f"e{i}",
-                entry_version_id=f"v{i}",
-                version=1,
-                kind="fact",
-                text=f"text {i}",
-                metadata={},
-                index_tokens=f"text {i}",
-            ),
-        )
-        for i in range(start, start + count)
-    ]
+    return planned_adds([f"text {i}" for i in range(start, start + count)], start)
 
 
 def _units(count: int, dimension: int, seed: int) -> npt.NDArray[np.float32]:
