@@ -205,3 +205,35 @@ def erased_version(row: ErasedRow) -> ErasedVersion:
         added_revision=int(row[4]),
         thread=row[6],
     )
+
+
+def erasure_records(
+    scope_id: str,
+    doomed: Sequence[ErasedRow],
+    revision: int,
+    erased_at: Any,
+    actor: str | None,
+    reason: str | None,
+    placeholder: str,
+) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    """The inserts (statement and rows, with the backend's `placeholder`) that record an
+    erasure: a tombstone for each erased version, and one forget change for each."""
+    tombstones = [(scope_id, r[2], r[1], r[3], revision, erased_at, actor) for r in doomed]
+    changes = [
+        (scope_id, revision, seq, r[1], r[2], reason, erased_at, actor)
+        for seq, r in enumerate(doomed, start=1)
+    ]
+    statements: list[tuple[str, list[tuple[Any, ...]]]] = [
+        (
+            "INSERT INTO erased_versions (scope_id, entry_version_id, entry_id, version, "
+            "erased_revision, erased_at, actor) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            tombstones,
+        ),
+        (
+            "INSERT INTO changes (scope_id, revision, seq, op, entry_id, entry_version_id, "
+            "previous_entry_version_id, reason, created_at, actor) "
+            "VALUES (?, ?, ?, 'forget', ?, ?, NULL, ?, ?, ?)",
+            changes,
+        ),
+    ]
+    return [(sql.replace("?", placeholder), rows) for sql, rows in statements]

@@ -32,6 +32,7 @@ from powercontext.storage.common import (
     conflict,
     erased_active_counts,
     erased_version,
+    erasure_records,
 )
 from powercontext.storage.sqlite.writes import chunks
 
@@ -111,20 +112,8 @@ def erase(
             f"UPDATE changes SET reason = NULL WHERE scope_id = ? AND entry_id IN ({marks})",
             (scope_id, *part),
         )
-    conn.executemany(
-        "INSERT INTO erased_versions (scope_id, entry_version_id, entry_id, version, "
-        "erased_revision, erased_at, actor) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [(scope_id, r[2], r[1], r[3], revision, created_at, actor) for r in doomed],
-    )
-    conn.executemany(
-        "INSERT INTO changes (scope_id, revision, seq, op, entry_id, entry_version_id, "
-        "previous_entry_version_id, reason, created_at, actor) "
-        "VALUES (?, ?, ?, 'forget', ?, ?, NULL, ?, ?, ?)",
-        [
-            (scope_id, revision, seq, r[1], r[2], reason, created_at, actor)
-            for seq, r in enumerate(doomed, start=1)
-        ],
-    )
+    for sql, rows in erasure_records(scope_id, doomed, revision, created_at, actor, reason, "?"):
+        conn.executemany(sql, rows)
     return ErasureResult(revision=revision, erased=tuple(erased_version(r) for r in doomed))
 
 

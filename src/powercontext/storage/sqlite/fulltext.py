@@ -42,6 +42,7 @@ from powercontext.memory.ports import FtsCandidate
 from powercontext.memory.search import bm25
 from powercontext.memory.search.fields import CONTEXT_PREFIX, FieldWeights, own_length
 from powercontext.storage.sqlite import term_snapshots
+from powercontext.storage.sqlite.reads import head_and_erasures
 from powercontext.storage.sqlite.vectors import NOT_REMOVED, grow
 
 _REPLAY_LIMIT = 1_000
@@ -138,11 +139,7 @@ class ScopeTerms:
         if not self._snapshot_tried:
             self._snapshot_tried = True
             term_snapshots.restore(self, conn)
-        head_row = conn.execute(
-            "SELECT head_revision, erasures FROM scopes WHERE scope_id = ?", (self.scope_id,)
-        ).fetchone()
-        head = int(head_row[0]) if head_row else 0
-        erasures = int(head_row[1]) if head_row else 0
+        head, erasures = head_and_erasures(conn, self.scope_id)
         if erasures != self.erasures:
             # Erased rows are gone from the database, and their words must leave memory too.
             self.reset()

@@ -38,6 +38,15 @@ def head(conn: sqlite3.Connection, scope_id: str) -> int | None:
     return int(row[0]) if row else None
 
 
+def head_and_erasures(conn: sqlite3.Connection, scope_id: str) -> tuple[int, int]:
+    """A scope's head revision and erasure count (both 0 for a scope never written): what an
+    in-memory index compares with what it last saw."""
+    row = conn.execute(
+        "SELECT head_revision, erasures FROM scopes WHERE scope_id = ?", (scope_id,)
+    ).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
 def active_count(conn: sqlite3.Connection, scope_id: str, revision: int) -> int:
     row = conn.execute(
         "SELECT active_count FROM revisions WHERE scope_id = ? AND revision = ?",

@@ -43,6 +43,7 @@ from powercontext.memory.errors import MemoryValidationError, StorageError
 from powercontext.memory.ports import Vector, VectorCandidate
 from powercontext.storage.sqlite import snapshots
 from powercontext.storage.sqlite.ann import HnswIndex, IndexOptions
+from powercontext.storage.sqlite.reads import head_and_erasures
 from powercontext.storage.sqlite.signbits import SignBits, sign_bit_recall
 
 log = logging.getLogger("powercontext.storage")
@@ -129,11 +130,7 @@ class VectorMatrix:
         if not self._snapshot_tried:
             self._snapshot_tried = True
             snapshots.restore(self, conn)
-        head_row = conn.execute(
-            "SELECT head_revision, erasures FROM scopes WHERE scope_id = ?", (self.scope_id,)
-        ).fetchone()
-        head = int(head_row[0]) if head_row else 0
-        erasures = int(head_row[1]) if head_row else 0
+        head, erasures = head_and_erasures(conn, self.scope_id)
         if erasures != self.erasures:
             # Erased vectors (and the ANN graph and sign bits built from them) must go.
             self._clear()
