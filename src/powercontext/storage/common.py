@@ -21,6 +21,7 @@ from powercontext.memory.ports import (
     NewVersion,
     PlannedChange,
     StoredVersion,
+    Tombstone,
     Vector,
 )
 
@@ -237,3 +238,32 @@ def erasure_records(
         ),
     ]
     return [(sql.replace("?", placeholder), rows) for sql, rows in statements]
+
+
+def tombstone_query(
+    scope_id: str, entry_id: str | None, entry_version_id: str | None, placeholder: str
+) -> tuple[str, tuple[str, str]] | None:
+    """The query for the tombstones of one version (by version id) or of every version of an
+    entry, oldest first; None when neither is named."""
+    select = (
+        "SELECT entry_id, entry_version_id, version, erased_revision, erased_at, actor "
+        "FROM erased_versions WHERE scope_id = ?"
+    )
+    if entry_version_id is not None:
+        sql, params = select + " AND entry_version_id = ?", (scope_id, entry_version_id)
+    elif entry_id is not None:
+        sql, params = select + " AND entry_id = ? ORDER BY version", (scope_id, entry_id)
+    else:
+        return None
+    return sql.replace("?", placeholder), params
+
+
+def tombstone_from_row(row: Sequence[Any], erased_at: datetime) -> Tombstone:
+    return Tombstone(
+        entry_id=row[0],
+        entry_version_id=row[1],
+        version=int(row[2]),
+        erased_revision=int(row[3]),
+        erased_at=erased_at,
+        actor=row[5],
+    )

@@ -31,6 +31,8 @@ from powercontext.storage.common import (
     erased_active_counts,
     erased_version,
     erasure_records,
+    tombstone_from_row,
+    tombstone_query,
 )
 from powercontext.storage.postgres.writes import Lengths, _update_statistics
 
@@ -135,28 +137,8 @@ async def tombstones(
     entry_id: str | None,
     entry_version_id: str | None,
 ) -> list[Tombstone]:
-    select = (
-        "SELECT entry_id, entry_version_id, version, erased_revision, erased_at, actor "
-        "FROM erased_versions WHERE scope_id = %s"
-    )
-    if entry_version_id is not None:
-        cur = await conn.execute(
-            select + " AND entry_version_id = %s", (scope_id, entry_version_id)
-        )
-    elif entry_id is not None:
-        cur = await conn.execute(
-            select + " AND entry_id = %s ORDER BY version", (scope_id, entry_id)
-        )
-    else:
+    query = tombstone_query(scope_id, entry_id, entry_version_id, "%s")
+    if query is None:
         return []
-    return [
-        Tombstone(
-            entry_id=row[0],
-            entry_version_id=row[1],
-            version=int(row[2]),
-            erased_revision=int(row[3]),
-            erased_at=row[4],
-            actor=row[5],
-        )
-        for row in await cur.fetchall()
-    ]
+    cur = await conn.execute(*query)
+    return [tombstone_from_row(row, row[4]) for row in await cur.fetchall()]

@@ -33,6 +33,8 @@ from powercontext.storage.common import (
     erased_active_counts,
     erased_version,
     erasure_records,
+    tombstone_from_row,
+    tombstone_query,
 )
 from powercontext.storage.sqlite.writes import chunks
 
@@ -150,24 +152,10 @@ def tombstones(
     entry_id: str | None,
     entry_version_id: str | None,
 ) -> list[Tombstone]:
-    select = (
-        "SELECT entry_id, entry_version_id, version, erased_revision, erased_at, actor "
-        "FROM erased_versions WHERE scope_id = ?"
-    )
-    if entry_version_id is not None:
-        rows = conn.execute(select + " AND entry_version_id = ?", (scope_id, entry_version_id))
-    elif entry_id is not None:
-        rows = conn.execute(select + " AND entry_id = ? ORDER BY version", (scope_id, entry_id))
-    else:
+    query = tombstone_query(scope_id, entry_id, entry_version_id, "?")
+    if query is None:
         return []
     return [
-        Tombstone(
-            entry_id=row[0],
-            entry_version_id=row[1],
-            version=int(row[2]),
-            erased_revision=int(row[3]),
-            erased_at=datetime.fromisoformat(row[4]),
-            actor=row[5],
-        )
-        for row in rows
+        tombstone_from_row(row, datetime.fromisoformat(row[4]))
+        for row in conn.execute(*query).fetchall()
     ]
