@@ -44,6 +44,11 @@ def data_home() -> Path:
     return Path(configured) if configured else Path(platformdirs.user_data_dir("powercontext"))
 
 
+def _blank_to_none(value: Any) -> Any:
+    """A blank environment value means unset (an empty variable is easier to write than none)."""
+    return None if isinstance(value, str) and not value.strip() else value
+
+
 class _Group(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
@@ -179,9 +184,7 @@ class RuntimeConfig(_Group):
     @field_validator("index_context_group_key", "index_speaker_key", mode="before")
     @classmethod
     def _blank_group_key(cls, value: Any) -> Any:
-        if isinstance(value, str) and not value.strip():
-            return None
-        return value
+        return _blank_to_none(value)
 
     @field_validator("analyzer_language", mode="before")
     @classmethod
@@ -232,9 +235,7 @@ class InferenceConfig(_Group):
     @field_validator("generation_model", "generation_base_url", mode="before")
     @classmethod
     def _blank_is_none(cls, value: Any) -> Any:
-        if isinstance(value, str) and not value.strip():
-            return None
-        return value
+        return _blank_to_none(value)
 
     @field_validator("generation_base_url")
     @classmethod

@@ -8,9 +8,10 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import TypeVar
 
-from powercontext.config import LLAMACPP_PREFIX, ServerSettings, env_name
+from powercontext.config import LLAMACPP_PREFIX, RuntimeConfig, ServerSettings, env_name
 from powercontext.memory.backfill import VectorBackfill
 from powercontext.memory.errors import ConfigurationError
 from powercontext.memory.indexing.context import IndexTextConfig
@@ -25,6 +26,8 @@ from powercontext.memory.search.vector_feedback import VectorFeedbackConfig
 from powercontext.memory.service import MemoryService, SearchConfig, SearchObserver
 
 log = logging.getLogger("powercontext.runtime")
+
+C = TypeVar("C")
 
 ReindexProgress = Callable[[str, int, int], None]
 
@@ -91,39 +94,27 @@ def search_config(settings: ServerSettings) -> SearchConfig:
         ),
         rerank_concurrency=settings.inference.generation_max_requests,
         max_batch_queries=runtime.max_batch_queries,
-        analyzer=AnalyzerConfig(
-            language=runtime.analyzer_language,
-            drop_query_stopwords=runtime.analyzer_drop_query_stopwords,
-            strip_clitics=runtime.analyzer_strip_clitics,
-        ),
+        analyzer=_from_settings(AnalyzerConfig, runtime, "analyzer_"),
         participant_boost=runtime.search_participant_boost,
-        feedback=FeedbackConfig(
-            docs=runtime.search_feedback_docs,
-            terms=runtime.search_feedback_terms,
-            weight=runtime.search_feedback_weight,
-        ),
-        vector_feedback=VectorFeedbackConfig(
-            docs=runtime.search_vector_feedback_docs,
-            weight=runtime.search_vector_feedback_weight,
-        ),
-        fields=FieldWeights(
-            context=runtime.search_field_weight_context,
-            speaker=runtime.search_field_weight_speaker,
-        ),
+        feedback=_from_settings(FeedbackConfig, runtime, "search_feedback_"),
+        vector_feedback=_from_settings(VectorFeedbackConfig, runtime, "search_vector_feedback_"),
+        fields=_from_settings(FieldWeights, runtime, "search_field_weight_"),
         max_batch_entries=runtime.max_batch_entries,
         embedding_batch_size=runtime.embedding_batch_size,
-        index=IndexTextConfig(
-            template=runtime.index_template,
-            context_before=runtime.index_context_before,
-            context_after=runtime.index_context_after,
-            context_group_key=runtime.index_context_group_key,
-            context_fts=runtime.index_context_fts,
-            context_vector=runtime.index_context_vector,
-            context_neighbour_chars=runtime.index_context_neighbour_chars,
-            event_date=runtime.index_event_date,
-            speaker_key=runtime.index_speaker_key,
-        ),
+        index=_from_settings(IndexTextConfig, runtime, "index_"),
     )
+
+
+def _from_settings(config: type[C], runtime: RuntimeConfig, prefix: str) -> C:
+    """A config whose fields are the settings named `prefix` + field name; a field without
+    such a setting keeps its default (tests/unit/test_runtime_settings_map.py checks that
+    every setting with the prefix names a field)."""
+    values = {
+        field.name: getattr(runtime, prefix + field.name)
+        for field in fields(config)  # type: ignore[arg-type]
+        if prefix + field.name in RuntimeConfig.model_fields
+    }
+    return config(**values)
 
 
 def build_reranker(settings: ServerSettings) -> MemoryReranker | None:

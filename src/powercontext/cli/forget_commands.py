@@ -14,7 +14,7 @@ from rich.markup import escape
 from powercontext.cli import output
 from powercontext.cli.backends import CliMemory
 from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
-from powercontext.cli.memory_options import Connection, Scope, memory_command
+from powercontext.cli.memory_options import Connection, ExpectedRevision, Scope, memory_command
 from powercontext.memory.erasure import (
     ForgetMemoryRequest,
     ForgetScopeRequest,
@@ -29,9 +29,6 @@ Yes = Annotated[bool, typer.Option("--yes", "-y", help="Erase without asking for
 Reason = Annotated[
     str | None, typer.Option(help="An audit note for the change log (never the content).")
 ]
-ExpectedRevision = Annotated[
-    int | None, typer.Option(help="Refuse unless the scope is at this revision.")
-]
 
 
 def _confirm(question: str, yes: bool) -> None:
@@ -44,6 +41,11 @@ def _confirm(question: str, yes: bool) -> None:
     if not confirmed:
         output.print_error("aborted", "nothing was erased (pass --yes to skip this question)")
         raise typer.Exit(EXIT_FAILURE)
+
+
+def _actor(memory: CliMemory) -> dict[str, str]:
+    """The embedded store is told who erases; a server records the caller's key itself."""
+    return {"actor": LOCAL_ACTOR} if isinstance(memory, ScopedMemory) else {}
 
 
 def _print(result: MemoryForgetResult, as_json: bool) -> None:
@@ -75,12 +77,8 @@ def forget(
         )
     _confirm(f"Erase {len(entry_ids)} entries of {scope!r} for good?", yes)
 
-    async def run(memory: CliMemory) -> MemoryForgetResult:
-        if isinstance(memory, ScopedMemory):
-            return await memory.forget(request, actor=LOCAL_ACTOR)
-        return await memory.forget(request)
-
-    _print(connection.run(scope, run), connection.as_json)
+    result = connection.run(scope, lambda m: m.forget(request, **_actor(m)))
+    _print(result, connection.as_json)
 
 
 @memory_command
@@ -96,9 +94,5 @@ def forget_scope(
     request = ForgetScopeRequest(reason=reason, expected_revision=expected_revision)
     _confirm(f"Erase EVERY entry of scope {scope!r} for good?", yes)
 
-    async def run(memory: CliMemory) -> MemoryForgetResult:
-        if isinstance(memory, ScopedMemory):
-            return await memory.forget_scope(request, actor=LOCAL_ACTOR)
-        return await memory.forget_scope(request)
-
-    _print(connection.run(scope, run), connection.as_json)
+    result = connection.run(scope, lambda m: m.forget_scope(request, **_actor(m)))
+    _print(result, connection.as_json)

@@ -24,6 +24,7 @@ from powercontext.cli.memory_options import (
     HitLimit,
     ModeName,
     Scope,
+    SearchRevision,
     filter_object,
     memory_command,
     metadata_object,
@@ -84,9 +85,7 @@ def search(
     scope: Scope,
     limit: HitLimit = 10,
     mode: ModeName = "auto",
-    revision: Annotated[
-        int | None, typer.Option(min=1, help="Search as of this revision (default the head).")
-    ] = None,
+    revision: SearchRevision = None,
     where: FilterOption = None,
     *,
     connection: Connection,
@@ -113,9 +112,7 @@ def search_batch(
     ] = "-",
     limit: HitLimit = 10,
     mode: ModeName = "auto",
-    revision: Annotated[
-        int | None, typer.Option(min=1, help="Search as of this revision (default the head).")
-    ] = None,
+    revision: SearchRevision = None,
     where: FilterOption = None,
     min_score: Annotated[
         float | None, typer.Option(help="Full-text floor on the raw BM25 score.")

@@ -55,6 +55,12 @@ FilterOption = Annotated[
 ]
 HitLimit = Annotated[int, typer.Option(min=1, max=100, help="Maximum hits (per query).")]
 ModeName = Annotated[str, typer.Option(help="auto, fts, vector or hybrid.")]
+ExpectedRevision = Annotated[
+    int | None, typer.Option(help="Refuse unless the scope is at this revision.")
+]
+SearchRevision = Annotated[
+    int | None, typer.Option(min=1, help="Search as of this revision (default the head).")
+]
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from powercontext.cli.errors import fail_on_errors
 from powercontext.cli.memory_options import (
     Citation,
     Connection,
+    ExpectedRevision,
     Scope,
     memory_command,
     metadata_object,
@@ -22,9 +23,6 @@ from powercontext.cli.memory_options import (
 from powercontext.memory.models import ReactivateMemoryRequest, ReviseMemoryRequest
 
 Reason = Annotated[str | None, typer.Option(help="Recorded in the change log.")]
-ExpectedRevision = Annotated[
-    int | None, typer.Option(help="Refuse unless the scope is at this revision.")
-]
 
 
 @memory_command

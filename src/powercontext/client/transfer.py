@@ -82,8 +82,14 @@ def _entry_count(header: str) -> int | None:
     return count if isinstance(count, int) else None
 
 
-def _import_params(scope_id: str, on_existing: OnExisting) -> dict[str, str]:
-    return {"scope_id": scope_id, "on_existing": on_existing}
+def _import_options(base: httpx.Timeout, scope_id: str, on_existing: OnExisting) -> dict[str, Any]:
+    """The import POST's query, content type and timeout, for either client."""
+    return {
+        "params": {"scope_id": scope_id, "on_existing": on_existing},
+        "headers": {"content-type": NDJSON},
+        # The server may be writing a whole batch while the body waits.
+        "timeout": scaled_timeout(base, IMPORT_BATCH_ENTRIES),
+    }
 
 
 async def export_lines(
@@ -124,14 +130,8 @@ async def import_lines(
                     yield chunk
 
     try:
-        response = await http.post(
-            IMPORT_PATH,
-            params=_import_params(scope_id, on_existing),
-            content=body(),
-            headers={"content-type": NDJSON},
-            # The server may be writing a whole batch while the body waits.
-            timeout=scaled_timeout(http.timeout, IMPORT_BATCH_ENTRIES),
-        )
+        options = _import_options(http.timeout, scope_id, on_existing)
+        response = await http.post(IMPORT_PATH, content=body(), **options)
     except httpx.TransportError as exc:
         raise _failed(exc) from exc
     return counter.finish(response)
@@ -167,13 +167,8 @@ def import_lines_sync(
                 yield chunk
 
     try:
-        response = http.post(
-            IMPORT_PATH,
-            params=_import_params(scope_id, on_existing),
-            content=body(),
-            headers={"content-type": NDJSON},
-            timeout=scaled_timeout(http.timeout, IMPORT_BATCH_ENTRIES),
-        )
+        options = _import_options(http.timeout, scope_id, on_existing)
+        response = http.post(IMPORT_PATH, content=body(), **options)
     except httpx.TransportError as exc:
         raise _failed(exc) from exc
     return counter.finish(response)

@@ -78,8 +78,26 @@ def _result(call: Call[T], response: httpx.Response) -> T:
     raise error
 
 
-def _retryable(call: Call[T], response: httpx.Response) -> bool:
-    return call.idempotent and response.status_code == _RETRY_STATUS
+def _delay_after_failure(
+    call: Call[T], delays: Iterator[float], exc: httpx.TransportError
+) -> float:
+    """How long to wait before retrying a call the connection failed under; raises when the
+    call is not idempotent or the retries are spent."""
+    delay = next(delays, None) if call.idempotent else None
+    if delay is None:
+        raise _connection_failed(exc) from exc
+    return delay
+
+
+def _delay_before_retry(
+    policy: RetryPolicy, call: Call[T], response: httpx.Response, delays: Iterator[float]
+) -> float | None:
+    """How long to wait before retrying an idempotent call answered 503; None: answer now."""
+    if call.idempotent and response.status_code == _RETRY_STATUS:
+        delay = next(delays, None)
+        if delay is not None:
+            return policy.delay_for(response, delay)
+    return None
 
 
 def _connection_failed(exc: httpx.TransportError) -> ConnectionFailedError:
@@ -93,26 +111,18 @@ class AsyncTransport:
 
     async def run(self, call: Call[T]) -> T:
         delays = self.policy.delays()
+        timeout = scaled_timeout(self.http.timeout, call.entries)
         while True:
             try:
                 response = await self.http.request(
-                    call.method,
-                    call.path,
-                    json=call.body,
-                    timeout=scaled_timeout(self.http.timeout, call.entries),
+                    call.method, call.path, json=call.body, timeout=timeout
                 )
             except httpx.TransportError as exc:
-                delay = next(delays, None) if call.idempotent else None
-                if delay is None:
-                    raise _connection_failed(exc) from exc
-                await asyncio.sleep(delay)
+                await asyncio.sleep(_delay_after_failure(call, delays, exc))
                 continue
-            if _retryable(call, response):
-                delay = next(delays, None)
-                if delay is not None:
-                    await asyncio.sleep(self.policy.delay_for(response, delay))
-                    continue
-            return _result(call, response)
+            if (delay := _delay_before_retry(self.policy, call, response, delays)) is None:
+                return _result(call, response)
+            await asyncio.sleep(delay)
 
 
 class SyncTransport:
@@ -122,23 +132,15 @@ class SyncTransport:
 
     def run(self, call: Call[T]) -> T:
         delays = self.policy.delays()
+        timeout = scaled_timeout(self.http.timeout, call.entries)
         while True:
             try:
                 response = self.http.request(
-                    call.method,
-                    call.path,
-                    json=call.body,
-                    timeout=scaled_timeout(self.http.timeout, call.entries),
+                    call.method, call.path, json=call.body, timeout=timeout
                 )
             except httpx.TransportError as exc:
-                delay = next(delays, None) if call.idempotent else None
-                if delay is None:
-                    raise _connection_failed(exc) from exc
-                time.sleep(delay)
+                time.sleep(_delay_after_failure(call, delays, exc))
                 continue
-            if _retryable(call, response):
-                delay = next(delays, None)
-                if delay is not None:
-                    time.sleep(self.policy.delay_for(response, delay))
-                    continue
-            return _result(call, response)
+            if (delay := _delay_before_retry(self.policy, call, response, delays)) is None:
+                return _result(call, response)
+            time.sleep(delay)

@@ -42,6 +42,7 @@ from powercontext.memory.models import (
 from powercontext.memory.scopes import ScopeSummary
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 IncludeRerank = Literal["none", "redacted"]
 """`redacted`: the search response carries the rerank trace without candidate text."""
 
@@ -254,30 +255,22 @@ def reactivate(scope_id: str, request: ReactivateMemoryRequest) -> Call[MemoryWr
     return _write("/v1/memory/entries/reactivate", scope_id, _keyed(request))
 
 
-def _by_entry(scope_id: str, entry_id: str, revision: int | None) -> dict[str, Any]:
+def _read_by_entry(
+    path: str, model: type[M], scope_id: str, entry_id: str, revision: int | None
+) -> Call[M]:
     body: dict[str, Any] = {"scope_id": scope_id, "entry_id": entry_id}
     if revision is not None:
         body["revision"] = revision
-    return body
+    return Call("POST", path, model.model_validate, body, idempotent=True)
 
 
 def get_entry(scope_id: str, entry_id: str, revision: int | None) -> Call[MemoryEntry]:
-    return Call(
-        "POST",
-        "/v1/memory/entries/by-id",
-        MemoryEntry.model_validate,
-        _by_entry(scope_id, entry_id, revision),
-        idempotent=True,
-    )
+    return _read_by_entry("/v1/memory/entries/by-id", MemoryEntry, scope_id, entry_id, revision)
 
 
 def history(scope_id: str, entry_id: str, revision: int | None) -> Call[MemoryEntryHistory]:
-    return Call(
-        "POST",
-        "/v1/memory/entries/history",
-        MemoryEntryHistory.model_validate,
-        _by_entry(scope_id, entry_id, revision),
-        idempotent=True,
+    return _read_by_entry(
+        "/v1/memory/entries/history", MemoryEntryHistory, scope_id, entry_id, revision
     )
 
 

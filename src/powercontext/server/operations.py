@@ -123,6 +123,29 @@ class Operation:
         return (self.http.operation_id if self.http else None) or self.name
 
 
+def _one_tool(
+    name: str,
+    summary: str,
+    request: Any,
+    response: type[BaseModel],
+    handler: Handler,
+    *,
+    writes: bool,
+    http: HttpRoute,
+    title: str,
+    description: str,
+    tool_name: str | None = None,
+    destructive: bool = False,
+    scope: ScopeRule = "body",
+    inspector: InspectorRoute | None = None,
+) -> Operation:
+    """The common row: an HTTP route and one MCP tool, named as the operation unless told."""
+    tool = McpTool(tool_name or name, title, description, destructive=destructive)
+    return Operation(
+        name, summary, request, response, handler, writes, http, (tool,), scope, inspector
+    )
+
+
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "remember",
@@ -151,7 +174,7 @@ OPERATIONS: tuple[Operation, ...] = (
             ),
         ),
     ),
-    Operation(
+    _one_tool(
         "search",
         "Search a scope: final hits, and a redacted rerank trace on request",
         SearchRequest,
@@ -159,17 +182,12 @@ OPERATIONS: tuple[Operation, ...] = (
         handlers.search,
         writes=False,
         http=HttpRoute("POST", "/v1/memory/search", (404, 502, 504)),
-        tools=(
-            McpTool(
-                "search",
-                "Search memory",
-                "Search a scope's memory at its head revision (or as of `revision`); returns "
-                "the final hits, best first, each with a citation.",
-            ),
-        ),
+        title="Search memory",
+        description="Search a scope's memory at its head revision (or as of `revision`); returns "
+        "the final hits, best first, each with a citation.",
         inspector=InspectorRoute("POST", "/search", inspector_views.search),
     ),
-    Operation(
+    _one_tool(
         "search_batch",
         "Several searches at one exact revision: one page per search, in order",
         BatchSearchRequest,
@@ -177,16 +195,11 @@ OPERATIONS: tuple[Operation, ...] = (
         handlers.search_batch,
         writes=False,
         http=HttpRoute("POST", "/v1/memory/search/batch", (404, 502, 504)),
-        tools=(
-            McpTool(
-                "search_batch",
-                "Search memory in a batch",
-                "Run several searches of one scope in one call (for example the sub-queries "
-                "of one question); every page answers at the same revision, in request order.",
-            ),
-        ),
+        title="Search memory in a batch",
+        description="Run several searches of one scope in one call (for example the sub-queries "
+        "of one question); every page answers at the same revision, in request order.",
     ),
-    Operation(
+    _one_tool(
         "list_entries",
         "List",
         ListEntriesRequest,
@@ -194,16 +207,12 @@ OPERATIONS: tuple[Operation, ...] = (
         handlers.list_entries,
         writes=False,
         http=HttpRoute("POST", "/v1/memory/entries/list", (404,)),
-        tools=(
-            McpTool(
-                "list_entries",
-                "List entries",
-                "Page through the entries active at a revision (default the head), oldest first.",
-            ),
-        ),
+        title="List entries",
+        description="Page through the entries active at a revision (default the head), "
+        "oldest first.",
         inspector=InspectorRoute("POST", "/entries", inspector_views.entries),
     ),
-    Operation(
+    _one_tool(
         "get_entry",
         "Get a citation",
         GetEntryRequest,
@@ -211,15 +220,10 @@ OPERATIONS: tuple[Operation, ...] = (
         handlers.get_entry,
         writes=False,
         http=HttpRoute("POST", "/v1/memory/entries/get", (404, 410)),
-        tools=(
-            McpTool(
-                "get_entry",
-                "Get entry",
-                "Resolve a citation (from search, list or a write) to its exact entry version.",
-            ),
-        ),
+        title="Get entry",
+        description="Resolve a citation (from search, list or a write) to its exact entry version.",
     ),
-    Operation(
+    _one_tool(
         "revise_entry",
         "Revise an entry",
         ReviseEntryRequest,
@@ -227,16 +231,11 @@ OPERATIONS: tuple[Operation, ...] = (
         handlers.revise_entry,
         writes=True,
         http=HttpRoute("POST", "/v1/memory/entries/revise", (404, 409)),
-        tools=(
-            McpTool(
-                "revise_entry",
-                "Revise entry",
-                "Write a new version of the entry a citation names (new text, optionally kind "
-                "and metadata); the old version stays citable.",
-            ),
-        ),
+        title="Revise entry",
+        description="Write a new version of the entry a citation names (new text, optionally kind "
+        "and metadata); the old version stays citable.",
     ),
-    Operation(
+    _one_tool(
         "retire_entry",
         "Retire an entry",
         RetireEntryRequest,
@@ -244,17 +243,12 @@ OPERATIONS: tuple[Operation, ...] = (
         handlers.retire_entry,
         writes=True,
         http=HttpRoute("POST", "/v1/memory/entries/retire", (404, 409)),
-        tools=(
-            McpTool(
-                "retire_entry",
-                "Retire entry",
-                "Retire (soft-delete) the entry a citation names: later revisions no longer "
-                "find it; its citations still resolve.",
-                destructive=True,
-            ),
-        ),
+        title="Retire entry",
+        description="Retire (soft-delete) the entry a citation names: later revisions no longer "
+        "find it; its citations still resolve.",
+        destructive=True,
     ),
-    Operation(
+    _one_tool(
         "reactivate_entry",
         "Reactivate a retired entry",
         ReactivateEntryRequest,
@@ -262,15 +256,10 @@ OPERATIONS: tuple[Operation, ...] = (
         handlers.reactivate_entry,
         writes=True,
         http=HttpRoute("POST", "/v1/memory/entries/reactivate", (404, 409)),
-        tools=(
-            McpTool(
-                "reactivate_entry",
-                "Reactivate entry",
-                "Make a retired entry active again: search finds it from the new revision on.",
-            ),
-        ),
+        title="Reactivate entry",
+        description="Make a retired entry active again: search finds it from the new revision on.",
     ),
-    Operation(
+    _one_tool(
         "list_changes",
         "Change log",
         ChangesRequest,
@@ -278,16 +267,11 @@ OPERATIONS: tuple[Operation, ...] = (
         handlers.changes,
         writes=False,
         http=HttpRoute("POST", "/v1/memory/changes", operation_id="changes"),
-        tools=(
-            McpTool(
-                "list_changes",
-                "List changes",
-                "The scope's change log after a revision, oldest first: what each revision "
-                "added, revised, retired or reactivated.",
-            ),
-        ),
+        title="List changes",
+        description="The scope's change log after a revision, oldest first: what each revision "
+        "added, revised, retired or reactivated.",
     ),
-    Operation(
+    _one_tool(
         "head",
         "Head revision",
         HeadRequest,
@@ -295,13 +279,10 @@ OPERATIONS: tuple[Operation, ...] = (
         handlers.head,
         writes=False,
         http=HttpRoute("POST", "/v1/memory/head"),
-        tools=(
-            McpTool(
-                "head", "Head revision", "The scope's head revision (null for an empty scope)."
-            ),
-        ),
+        title="Head revision",
+        description="The scope's head revision (null for an empty scope).",
     ),
-    Operation(
+    _one_tool(
         "get_entry_by_id",
         "Get an entry by id, at the head or at a revision",
         EntryByIdRequest,
@@ -309,16 +290,11 @@ OPERATIONS: tuple[Operation, ...] = (
         handlers.get_entry_by_id,
         writes=False,
         http=HttpRoute("POST", "/v1/memory/entries/by-id", (404, 410)),
-        tools=(
-            McpTool(
-                "get_entry_by_id",
-                "Get entry by id",
-                "The version of one entry (by entry_id) active at a revision (default the "
-                "head); not found when the entry is retired then.",
-            ),
-        ),
+        title="Get entry by id",
+        description="The version of one entry (by entry_id) active at a revision (default the "
+        "head); not found when the entry is retired then.",
     ),
-    Operation(
+    _one_tool(
         "entry_history",
         "Every version and change of one entry, newest first, as of a revision",
         HistoryRequest,
@@ -328,18 +304,13 @@ OPERATIONS: tuple[Operation, ...] = (
         http=HttpRoute(
             "POST", "/v1/memory/entries/history", (404,), operation_id="entry_history_route"
         ),
-        tools=(
-            McpTool(
-                "entry_history",
-                "Entry history",
-                "Every version of one entry (by entry_id) and every change that touched it, "
-                "newest first, as of a revision (default the head), with the version active "
-                "then.",
-            ),
-        ),
+        title="Entry history",
+        description="Every version of one entry (by entry_id) and every change that touched it, "
+        "newest first, as of a revision (default the head), with the version active "
+        "then.",
         inspector=InspectorRoute("POST", "/history", inspector_views.history),
     ),
-    Operation(
+    _one_tool(
         "forget_entries",
         "Erase entries for good (text, metadata, tokens, vectors); tombstones remain",
         erasure.ForgetEntriesRequest,
@@ -347,19 +318,15 @@ OPERATIONS: tuple[Operation, ...] = (
         erasure.forget_entries,
         writes=True,
         http=HttpRoute("POST", "/v1/memory/forget", (404, 409, 410)),
-        tools=(
-            McpTool(
-                "forget_entry",
-                "Forget entries",
-                "Erase entries (by entry_id) for good: the text, metadata, tokens and vectors "
-                "of every version, at every revision. Cannot be undone. Their citations then "
-                "answer `erased`; the change log keeps their ids and a forget change naming "
-                "the caller's key.",
-                destructive=True,
-            ),
-        ),
+        tool_name="forget_entry",
+        title="Forget entries",
+        description="Erase entries (by entry_id) for good: the text, metadata, tokens and vectors "
+        "of every version, at every revision. Cannot be undone. Their citations then "
+        "answer `erased`; the change log keeps their ids and a forget change naming "
+        "the caller's key.",
+        destructive=True,
     ),
-    Operation(
+    _one_tool(
         "forget_scope",
         "Erase every entry of a scope for good; revisions and tombstones remain",
         erasure.ForgetScopeBody,
@@ -367,17 +334,12 @@ OPERATIONS: tuple[Operation, ...] = (
         erasure.forget_scope,
         writes=True,
         http=HttpRoute("POST", "/v1/scopes/forget", (404, 409)),
-        tools=(
-            McpTool(
-                "forget_scope",
-                "Forget scope",
-                "Erase every entry of a scope for good (cannot be undone); its revisions and "
-                "tombstones remain and it takes new writes.",
-                destructive=True,
-            ),
-        ),
+        title="Forget scope",
+        description="Erase every entry of a scope for good (cannot be undone); its revisions and "
+        "tombstones remain and it takes new writes.",
+        destructive=True,
     ),
-    Operation(
+    _one_tool(
         "list_scopes",
         "List the scopes this key may use, with head revision and entry count",
         ListScopesRequest,
@@ -385,14 +347,9 @@ OPERATIONS: tuple[Operation, ...] = (
         handlers.list_scopes,
         writes=False,
         http=HttpRoute("GET", "/v1/scopes"),
-        tools=(
-            McpTool(
-                "list_scopes",
-                "List scopes",
-                "The scopes this key may use that hold at least one revision, with each one's "
-                "head revision and active entry count (the same list as GET /v1/scopes).",
-            ),
-        ),
+        title="List scopes",
+        description="The scopes this key may use that hold at least one revision, with each one's "
+        "head revision and active entry count (the same list as GET /v1/scopes).",
         scope="key",
         inspector=InspectorRoute("GET", "/scopes", inspector_views.scopes),
     ),

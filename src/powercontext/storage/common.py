@@ -21,6 +21,7 @@ from powercontext.memory.ports import (
     NewVersion,
     PlannedChange,
     StoredVersion,
+    Tombstone,
     Vector,
 )
 
@@ -204,4 +205,65 @@ def erased_version(row: ErasedRow) -> ErasedVersion:
         version=int(row[3]),
         added_revision=int(row[4]),
         thread=row[6],
+    )
+
+
+def erasure_records(
+    scope_id: str,
+    doomed: Sequence[ErasedRow],
+    revision: int,
+    erased_at: Any,
+    actor: str | None,
+    reason: str | None,
+    placeholder: str,
+) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    """The inserts (statement and rows, with the backend's `placeholder`) that record an
+    erasure: a tombstone for each erased version, and one forget change for each."""
+    tombstones = [(scope_id, r[2], r[1], r[3], revision, erased_at, actor) for r in doomed]
+    changes = [
+        (scope_id, revision, seq, r[1], r[2], reason, erased_at, actor)
+        for seq, r in enumerate(doomed, start=1)
+    ]
+    statements: list[tuple[str, list[tuple[Any, ...]]]] = [
+        (
+            "INSERT INTO erased_versions (scope_id, entry_version_id, entry_id, version, "
+            "erased_revision, erased_at, actor) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            tombstones,
+        ),
+        (
+            "INSERT INTO changes (scope_id, revision, seq, op, entry_id, entry_version_id, "
+            "previous_entry_version_id, reason, created_at, actor) "
+            "VALUES (?, ?, ?, 'forget', ?, ?, NULL, ?, ?, ?)",
+            changes,
+        ),
+    ]
+    return [(sql.replace("?", placeholder), rows) for sql, rows in statements]
+
+
+def tombstone_query(
+    scope_id: str, entry_id: str | None, entry_version_id: str | None, placeholder: str
+) -> tuple[str, tuple[str, str]] | None:
+    """The query for the tombstones of one version (by version id) or of every version of an
+    entry, oldest first; None when neither is named."""
+    select = (
+        "SELECT entry_id, entry_version_id, version, erased_revision, erased_at, actor "
+        "FROM erased_versions WHERE scope_id = ?"
+    )
+    if entry_version_id is not None:
+        sql, params = select + " AND entry_version_id = ?", (scope_id, entry_version_id)
+    elif entry_id is not None:
+        sql, params = select + " AND entry_id = ? ORDER BY version", (scope_id, entry_id)
+    else:
+        return None
+    return sql.replace("?", placeholder), params
+
+
+def tombstone_from_row(row: Sequence[Any], erased_at: datetime) -> Tombstone:
+    return Tombstone(
+        entry_id=row[0],
+        entry_version_id=row[1],
+        version=int(row[2]),
+        erased_revision=int(row[3]),
+        erased_at=erased_at,
+        actor=row[5],
     )

@@ -107,6 +107,24 @@ def _first_entry_of_empty_scope(
     return [request.model_copy(update={"expected_revision": 0}) for request in requests]
 
 
+async def _timed_ingest(
+    memory: Any,
+    scope_id: str,
+    requests: Sequence[RememberMemoryRequest],
+    write: WriteMode,
+    *,
+    fill_vectors: bool,
+) -> IngestOutcome:
+    """Writes the requests and, in process, fills the vectors left pending (counted as late)
+    within the same timing; over the SDK the server's backfill is not waited for."""
+    started = time.perf_counter()
+    reused = not await write_entries(memory, requests, write)
+    late = 0
+    if fill_vectors and await memory.pending_vectors():
+        late = await memory.reindex()
+    return IngestOutcome(scope_id, len(requests), reused, late, time.perf_counter() - started)
+
+
 class InProcessBackend:
     name = "in-process"
     trace_available = True
@@ -118,13 +136,7 @@ class InProcessBackend:
         self, scope_id: str, requests: Sequence[RememberMemoryRequest], write: WriteMode = "turns"
     ) -> IngestOutcome:
         memory = self._runtime.memory.for_scope(scope_id)
-        started = time.perf_counter()
-        reused = not await write_entries(memory, requests, write)
-        late = 0
-        if await memory.pending_vectors():
-            late = await memory.reindex()
-        seconds = time.perf_counter() - started
-        return IngestOutcome(scope_id, len(requests), reused, late, seconds)
+        return await _timed_ingest(memory, scope_id, requests, write, fill_vectors=True)
 
     async def search(self, scope_id: str, request: SearchMemoryRequest) -> Any:
         return await self._runtime.memory.for_scope(scope_id).search(request)
@@ -162,10 +174,7 @@ class SdkBackend:
         self, scope_id: str, requests: Sequence[RememberMemoryRequest], write: WriteMode = "turns"
     ) -> IngestOutcome:
         memory = self._client.memory.for_scope(scope_id)
-        started = time.perf_counter()
-        reused = not await write_entries(memory, requests, write)
-        seconds = time.perf_counter() - started
-        return IngestOutcome(scope_id, len(requests), reused, seconds=seconds)
+        return await _timed_ingest(memory, scope_id, requests, write, fill_vectors=False)
 
     async def search(self, scope_id: str, request: SearchMemoryRequest) -> Any:
         return await _maybe_await(self._client.memory.for_scope(scope_id).search(request))

@@ -34,12 +34,12 @@ from powercontext.bench.locomo.metrics import OVERALL
 from powercontext.bench.locomo.tradeoff import (
     MEASURED_LIMITS,
     QuestionRow,
-    TokenCounter,
     curve_recall,
     measure_questions,
     policy_table,
     split_ids,
     summarize,
+    token_counter,
     token_server,
 )
 from powercontext.bench.locomo.tradeoff_report import BY_CLASS, write_tradeoff
@@ -163,8 +163,7 @@ def main(argv: list[str] | None = None) -> None:
 async def _measure(
     args: argparse.Namespace, token_address: str | None
 ) -> tuple[list[QuestionRow], dict[str, Any]]:
-    tokens = TokenCounter(token_address, args.tokens_model) if token_address else None
-    try:
+    async with token_counter(token_address, args.tokens_model) as tokens:
         return await measure_questions(
             args.data,
             args.out,
@@ -172,9 +171,6 @@ async def _measure(
             tokens=tokens,
             conversations=split_ids(args.conversations),
         )
-    finally:
-        if tokens is not None:
-            await tokens.aclose()
 
 
 if __name__ == "__main__":

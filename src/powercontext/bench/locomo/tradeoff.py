@@ -21,7 +21,7 @@ import argparse
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -87,6 +87,19 @@ class TokenCounter:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+@contextlib.asynccontextmanager
+async def token_counter(address: str | None, model: str) -> AsyncIterator[TokenCounter | None]:
+    """A TokenCounter on the server at `address`, closed on leaving; None without one."""
+    if not address:
+        yield None
+        return
+    tokens = TokenCounter(address, model)
+    try:
+        yield tokens
+    finally:
+        await tokens.aclose()
 
 
 def curve_recall(fixed: Sequence[tuple[float, float]], size: float) -> float:
@@ -318,8 +331,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 async def _measure(args: argparse.Namespace, token_address: str | None) -> dict[str, Any]:
-    tokens = TokenCounter(token_address, args.tokens_model) if token_address else None
-    try:
+    async with token_counter(token_address, args.tokens_model) as tokens:
         return await measure_tradeoff(
             args.data,
             args.out,
@@ -329,9 +341,6 @@ async def _measure(args: argparse.Namespace, token_address: str | None) -> dict[
             write=args.write,
             conversations=split_ids(args.conversations),
         )
-    finally:
-        if tokens is not None:
-            await tokens.aclose()
 
 
 if __name__ == "__main__":

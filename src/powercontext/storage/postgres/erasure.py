@@ -30,6 +30,9 @@ from powercontext.storage.common import (
     conflict,
     erased_active_counts,
     erased_version,
+    erasure_records,
+    tombstone_from_row,
+    tombstone_query,
 )
 from powercontext.storage.postgres.writes import Lengths, _update_statistics
 
@@ -122,20 +125,9 @@ async def erase(
             "UPDATE changes SET reason = NULL WHERE scope_id = %s AND entry_id = ANY(%s::text[])",
             (scope_id, sorted({r[1] for r in doomed})),
         )
-        await conn.cursor().executemany(
-            "INSERT INTO erased_versions (scope_id, entry_version_id, entry_id, version, "
-            "erased_revision, erased_at, actor) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            [(scope_id, r[2], r[1], r[3], revision, erased_at, actor) for r in doomed],
-        )
-        await conn.cursor().executemany(
-            "INSERT INTO changes (scope_id, revision, seq, op, entry_id, entry_version_id, "
-            "previous_entry_version_id, reason, created_at, actor) "
-            "VALUES (%s, %s, %s, 'forget', %s, %s, NULL, %s, %s, %s)",
-            [
-                (scope_id, revision, seq, r[1], r[2], reason, erased_at, actor)
-                for seq, r in enumerate(doomed, start=1)
-            ],
-        )
+        records = erasure_records(scope_id, doomed, revision, erased_at, actor, reason, "%s")
+        for sql, rows in records:
+            await conn.cursor().executemany(sql, rows)
     return ErasureResult(revision=revision, erased=tuple(erased_version(r) for r in doomed))
 
 
@@ -145,28 +137,8 @@ async def tombstones(
     entry_id: str | None,
     entry_version_id: str | None,
 ) -> list[Tombstone]:
-    select = (
-        "SELECT entry_id, entry_version_id, version, erased_revision, erased_at, actor "
-        "FROM erased_versions WHERE scope_id = %s"
-    )
-    if entry_version_id is not None:
-        cur = await conn.execute(
-            select + " AND entry_version_id = %s", (scope_id, entry_version_id)
-        )
-    elif entry_id is not None:
-        cur = await conn.execute(
-            select + " AND entry_id = %s ORDER BY version", (scope_id, entry_id)
-        )
-    else:
+    query = tombstone_query(scope_id, entry_id, entry_version_id, "%s")
+    if query is None:
         return []
-    return [
-        Tombstone(
-            entry_id=row[0],
-            entry_version_id=row[1],
-            version=int(row[2]),
-            erased_revision=int(row[3]),
-            erased_at=row[4],
-            actor=row[5],
-        )
-        for row in await cur.fetchall()
-    ]
+    cur = await conn.execute(*query)
+    return [tombstone_from_row(row, row[4]) for row in await cur.fetchall()]

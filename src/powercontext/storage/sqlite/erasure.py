@@ -32,6 +32,9 @@ from powercontext.storage.common import (
     conflict,
     erased_active_counts,
     erased_version,
+    erasure_records,
+    tombstone_from_row,
+    tombstone_query,
 )
 from powercontext.storage.sqlite.writes import chunks
 
@@ -111,20 +114,8 @@ def erase(
             f"UPDATE changes SET reason = NULL WHERE scope_id = ? AND entry_id IN ({marks})",
             (scope_id, *part),
         )
-    conn.executemany(
-        "INSERT INTO erased_versions (scope_id, entry_version_id, entry_id, version, "
-        "erased_revision, erased_at, actor) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [(scope_id, r[2], r[1], r[3], revision, created_at, actor) for r in doomed],
-    )
-    conn.executemany(
-        "INSERT INTO changes (scope_id, revision, seq, op, entry_id, entry_version_id, "
-        "previous_entry_version_id, reason, created_at, actor) "
-        "VALUES (?, ?, ?, 'forget', ?, ?, NULL, ?, ?, ?)",
-        [
-            (scope_id, revision, seq, r[1], r[2], reason, created_at, actor)
-            for seq, r in enumerate(doomed, start=1)
-        ],
-    )
+    for sql, rows in erasure_records(scope_id, doomed, revision, created_at, actor, reason, "?"):
+        conn.executemany(sql, rows)
     return ErasureResult(revision=revision, erased=tuple(erased_version(r) for r in doomed))
 
 
@@ -161,24 +152,10 @@ def tombstones(
     entry_id: str | None,
     entry_version_id: str | None,
 ) -> list[Tombstone]:
-    select = (
-        "SELECT entry_id, entry_version_id, version, erased_revision, erased_at, actor "
-        "FROM erased_versions WHERE scope_id = ?"
-    )
-    if entry_version_id is not None:
-        rows = conn.execute(select + " AND entry_version_id = ?", (scope_id, entry_version_id))
-    elif entry_id is not None:
-        rows = conn.execute(select + " AND entry_id = ? ORDER BY version", (scope_id, entry_id))
-    else:
+    query = tombstone_query(scope_id, entry_id, entry_version_id, "?")
+    if query is None:
         return []
     return [
-        Tombstone(
-            entry_id=row[0],
-            entry_version_id=row[1],
-            version=int(row[2]),
-            erased_revision=int(row[3]),
-            erased_at=datetime.fromisoformat(row[4]),
-            actor=row[5],
-        )
-        for row in rows
+        tombstone_from_row(row, datetime.fromisoformat(row[4]))
+        for row in conn.execute(*query).fetchall()
     ]

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -42,6 +41,8 @@ from powercontext.memory.ports import FtsCandidate
 from powercontext.memory.search import bm25
 from powercontext.memory.search.fields import CONTEXT_PREFIX, FieldWeights, own_length
 from powercontext.storage.sqlite import term_snapshots
+from powercontext.storage.sqlite.lru import LruCache
+from powercontext.storage.sqlite.reads import head_and_erasures
 from powercontext.storage.sqlite.vectors import NOT_REMOVED, grow
 
 _REPLAY_LIMIT = 1_000
@@ -138,11 +139,7 @@ class ScopeTerms:
         if not self._snapshot_tried:
             self._snapshot_tried = True
             term_snapshots.restore(self, conn)
-        head_row = conn.execute(
-            "SELECT head_revision, erasures FROM scopes WHERE scope_id = ?", (self.scope_id,)
-        ).fetchone()
-        head = int(head_row[0]) if head_row else 0
-        erasures = int(head_row[1]) if head_row else 0
+        head, erasures = head_and_erasures(conn, self.scope_id)
         if erasures != self.erasures:
             # Erased rows are gone from the database, and their words must leave memory too.
             self.reset()
@@ -465,33 +462,22 @@ class TermCache:
     def __init__(
         self, max_scopes: int = 64, db_path: str | None = None, snapshot_min_rows: int = 20_000
     ) -> None:
-        self._max = max_scopes
         self._db_path = db_path
         self._snapshot_min_rows = snapshot_min_rows
-        self._scopes: OrderedDict[str, ScopeTerms] = OrderedDict()
-        self._lock = threading.Lock()
+        self._scopes: LruCache[str, ScopeTerms] = LruCache(max_scopes)
 
     def get(self, scope_id: str) -> ScopeTerms:
-        with self._lock:
-            index = self._scopes.get(scope_id)
-            if index is None:
-                snapshot = (
-                    None
-                    if self._db_path is None
-                    else term_snapshots.snapshot_path(self._db_path, scope_id)
-                )
-                index = ScopeTerms(scope_id, snapshot, self._snapshot_min_rows)
-                self._scopes[scope_id] = index
-            self._scopes.move_to_end(scope_id)
-            while len(self._scopes) > self._max:
-                self._scopes.popitem(last=False)
-            return index
+        return self._scopes.get(scope_id, lambda: self._load(scope_id))
+
+    def _load(self, scope_id: str) -> ScopeTerms:
+        snapshot = (
+            None if self._db_path is None else term_snapshots.snapshot_path(self._db_path, scope_id)
+        )
+        return ScopeTerms(scope_id, snapshot, self._snapshot_min_rows)
 
     def clear(self) -> None:
-        with self._lock:
-            self._scopes.clear()
+        self._scopes.clear()
 
     def drop(self, scope_id: str) -> None:
         """Forget a scope's cached postings (after an erasure in this process)."""
-        with self._lock:
-            self._scopes.pop(scope_id, None)
+        self._scopes.drop(lambda key: key == scope_id)

@@ -38,6 +38,15 @@ def head(conn: sqlite3.Connection, scope_id: str) -> int | None:
     return int(row[0]) if row else None
 
 
+def head_and_erasures(conn: sqlite3.Connection, scope_id: str) -> tuple[int, int]:
+    """A scope's head revision and erasure count (both 0 for a scope never written): what an
+    in-memory index compares with what it last saw."""
+    row = conn.execute(
+        "SELECT head_revision, erasures FROM scopes WHERE scope_id = ?", (scope_id,)
+    ).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
 def active_count(conn: sqlite3.Connection, scope_id: str, revision: int) -> int:
     row = conn.execute(
         "SELECT active_count FROM revisions WHERE scope_id = ? AND revision = ?",
@@ -221,29 +230,37 @@ def fts5_candidates(
 def thread_tail(
     conn: sqlite3.Connection, scope_id: str, thread: str, limit: int
 ) -> list[StoredVersion]:
-    if limit <= 0:
-        return []
-    rows = conn.execute(
+    rows = _limited_versions(
+        conn,
         f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE scope_id = ? AND thread = ? "
         "AND version = 1 AND removed_revision IS NULL ORDER BY key DESC LIMIT ?",
-        (scope_id, thread, limit),
-    ).fetchall()
-    return [_version(row) for row in reversed(rows)]
+        (scope_id, thread),
+        limit,
+    )
+    return rows[::-1]
 
 
 def versions_missing_vectors(
     conn: sqlite3.Connection, scope_id: str, profile_id: str, limit: int
 ) -> list[StoredVersion]:
-    if limit <= 0:
-        return []
-    rows = conn.execute(
+    return _limited_versions(
+        conn,
         f"SELECT {VERSION_COLUMNS} FROM entry_versions v WHERE v.scope_id = ? "
         "AND v.removed_revision IS NULL AND NOT EXISTS (SELECT 1 FROM entry_vectors e "
         "WHERE e.scope_id = v.scope_id AND e.profile_id = ? AND e.key = v.key) "
         "ORDER BY v.key LIMIT ?",
-        (scope_id, profile_id, limit),
-    ).fetchall()
-    return [_version(row) for row in rows]
+        (scope_id, profile_id),
+        limit,
+    )
+
+
+def _limited_versions(
+    conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], limit: int
+) -> list[StoredVersion]:
+    """Runs a query whose last parameter is its LIMIT; no rows at all for a limit below 1."""
+    if limit <= 0:
+        return []
+    return [_version(row) for row in conn.execute(sql, (*params, limit)).fetchall()]
 
 
 def scope_ids(conn: sqlite3.Connection) -> list[str]:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -43,6 +42,8 @@ from powercontext.memory.errors import MemoryValidationError, StorageError
 from powercontext.memory.ports import Vector, VectorCandidate
 from powercontext.storage.sqlite import snapshots
 from powercontext.storage.sqlite.ann import HnswIndex, IndexOptions
+from powercontext.storage.sqlite.lru import LruCache
+from powercontext.storage.sqlite.reads import head_and_erasures
 from powercontext.storage.sqlite.signbits import SignBits, sign_bit_recall
 
 log = logging.getLogger("powercontext.storage")
@@ -129,11 +130,7 @@ class VectorMatrix:
         if not self._snapshot_tried:
             self._snapshot_tried = True
             snapshots.restore(self, conn)
-        head_row = conn.execute(
-            "SELECT head_revision, erasures FROM scopes WHERE scope_id = ?", (self.scope_id,)
-        ).fetchone()
-        head = int(head_row[0]) if head_row else 0
-        erasures = int(head_row[1]) if head_row else 0
+        head, erasures = head_and_erasures(conn, self.scope_id)
         if erasures != self.erasures:
             # Erased vectors (and the ANN graph and sign bits built from them) must go.
             self._clear()
@@ -366,35 +363,25 @@ class VectorCache:
         options: IndexOptions | None = None,
         db_path: str | None = None,
     ) -> None:
-        self._max = max_matrices
         self._options = options or IndexOptions()
         self._db_path = db_path if self._options.snapshots else None
-        self._matrices: OrderedDict[tuple[str, str], VectorMatrix] = OrderedDict()
-        self._lock = threading.Lock()
+        self._matrices: LruCache[tuple[str, str], VectorMatrix] = LruCache(max_matrices)
 
     def get(self, scope_id: str, profile_id: str) -> VectorMatrix:
-        with self._lock:
-            matrix = self._matrices.get((scope_id, profile_id))
-            if matrix is None:
-                snapshot = (
-                    None
-                    if self._db_path is None
-                    else snapshots.snapshot_path(self._db_path, scope_id, profile_id)
-                )
-                matrix = VectorMatrix(scope_id, profile_id, self._options, snapshot)
-                self._matrices[(scope_id, profile_id)] = matrix
-            self._matrices.move_to_end((scope_id, profile_id))
-            while len(self._matrices) > self._max:
-                self._matrices.popitem(last=False)
-            return matrix
+        return self._matrices.get((scope_id, profile_id), lambda: self._load(scope_id, profile_id))
+
+    def _load(self, scope_id: str, profile_id: str) -> VectorMatrix:
+        snapshot = (
+            None
+            if self._db_path is None
+            else snapshots.snapshot_path(self._db_path, scope_id, profile_id)
+        )
+        return VectorMatrix(scope_id, profile_id, self._options, snapshot)
 
     def clear(self) -> None:
         """Forget every matrix; the next search of a scope reads it afresh."""
-        with self._lock:
-            self._matrices.clear()
+        self._matrices.clear()
 
     def drop(self, scope_id: str) -> None:
         """Forget every cached matrix of a scope (after an erasure in this process)."""
-        with self._lock:
-            for key in [key for key in self._matrices if key[0] == scope_id]:
-                del self._matrices[key]
+        self._matrices.drop(lambda key: key[0] == scope_id)
