@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from powercontext.memory.errors import NotFoundError
-from powercontext.memory.history import entry_history
+from powercontext.memory.history import entry_history as read_entry_history
 from powercontext.memory.models import MemorySearchPage
 from powercontext.server import translate
 from powercontext.server.calls import Call
@@ -104,7 +104,7 @@ async def reactivate_entry(call: Call, body: ReactivateEntryRequest) -> WriteRes
     return translate.to_wire(WriteResultModel, written)
 
 
-async def changes(call: Call, body: ChangesRequest) -> ChangesPageModel:
+async def list_changes(call: Call, body: ChangesRequest) -> ChangesPageModel:
     page = await call.memory(body.scope_id).changes(body.since_revision, limit=body.limit)
     return translate.to_wire(ChangesPageModel, page)
 
@@ -119,8 +119,8 @@ async def get_entry_by_id(call: Call, body: EntryByIdRequest) -> EntryModel:
     return translate.to_wire(EntryModel, entry)
 
 
-async def history(call: Call, body: HistoryRequest) -> EntryHistoryModel:
-    found = await entry_history(call.memory(body.scope_id), body.entry_id, body.revision)
+async def entry_history(call: Call, body: HistoryRequest) -> EntryHistoryModel:
+    found = await read_entry_history(call.memory(body.scope_id), body.entry_id, body.revision)
     return translate.to_wire(EntryHistoryModel, found)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel
 from starlette.requests import Request
@@ -23,35 +23,11 @@ from starlette.responses import Response
 
 from powercontext.server import erasure, handlers, inspector_views
 from powercontext.server.calls import Call, Handler, ScopeRule
-from powercontext.server.history import EntryByIdRequest, EntryHistoryModel, HistoryRequest
-from powercontext.server.schemas import (
-    BatchSearchRequest,
-    BatchSearchResponse,
-    ChangesPageModel,
-    ChangesRequest,
-    EntriesPageModel,
-    EntryModel,
-    GetEntryRequest,
-    HeadRequest,
-    HeadResponse,
-    ListEntriesRequest,
-    ReactivateEntryRequest,
-    RememberBatchRequest,
-    RememberOneRequest,
-    RetireEntryRequest,
-    ReviseEntryRequest,
-    SearchRequest,
-    SearchResponse,
-    WriteResultModel,
-)
-from powercontext.server.scopes import ListScopesRequest, ScopesResponse
+from powercontext.server.schemas import RememberBatchRequest, RememberOneRequest
 from powercontext.server.transfer import (
     NDJSON,
     ExportLine,
-    ExportPageRequest,
-    ExportPageResponse,
     ExportQuery,
-    ImportEntriesRequest,
     ImportQuery,
     ImportResponse,
     export_page,
@@ -123,36 +99,57 @@ class Operation:
         return (self.http.operation_id if self.http else None) or self.name
 
 
-def _one_tool(
-    name: str,
-    summary: str,
-    request: Any,
-    response: type[BaseModel],
+def _served(
     handler: Handler,
+    summary: str,
     *,
     writes: bool,
+    http: HttpRoute | None,
+    tools: tuple[McpTool, ...] = (),
+    scope: ScopeRule = "body",
+    inspector: InspectorRoute | None = None,
+) -> Operation:
+    """A row whose name, request and response are its handler's: `async def name(call,
+    body: Request) -> Response` declares them once."""
+    hints = get_type_hints(handler)
+    return Operation(
+        handler.__name__,
+        summary,
+        hints["body"],
+        hints["return"],
+        handler,
+        writes,
+        http,
+        tools,
+        scope,
+        inspector,
+    )
+
+
+def _one_tool(
+    handler: Handler,
+    summary: str,
     http: HttpRoute,
     title: str,
     description: str,
+    *,
+    writes: bool,
     tool_name: str | None = None,
     destructive: bool = False,
     scope: ScopeRule = "body",
     inspector: InspectorRoute | None = None,
 ) -> Operation:
     """The common row: an HTTP route and one MCP tool, named as the operation unless told."""
-    tool = McpTool(tool_name or name, title, description, destructive=destructive)
-    return Operation(
-        name, summary, request, response, handler, writes, http, (tool,), scope, inspector
+    tool = McpTool(tool_name or handler.__name__, title, description, destructive=destructive)
+    return _served(
+        handler, summary, writes=writes, http=http, tools=(tool,), scope=scope, inspector=inspector
     )
 
 
 OPERATIONS: tuple[Operation, ...] = (
-    Operation(
-        "remember",
-        "Remember one entry, or a batch in one revision",
-        handlers.RememberRequest,
-        WriteResultModel,
+    _served(
         handlers.remember,
+        "Remember one entry, or a batch in one revision",
         writes=True,
         http=HttpRoute("POST", "/v1/memory/remember", (409,)),
         tools=(
@@ -175,181 +172,134 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
     ),
     _one_tool(
-        "search",
-        "Search a scope: final hits, and a redacted rerank trace on request",
-        SearchRequest,
-        SearchResponse,
         handlers.search,
+        "Search a scope: final hits, and a redacted rerank trace on request",
+        HttpRoute("POST", "/v1/memory/search", (404, 502, 504)),
+        "Search memory",
+        "Search a scope's memory at its head revision (or as of `revision`); returns the final "
+        "hits, best first, each with a citation.",
         writes=False,
-        http=HttpRoute("POST", "/v1/memory/search", (404, 502, 504)),
-        title="Search memory",
-        description="Search a scope's memory at its head revision (or as of `revision`); returns "
-        "the final hits, best first, each with a citation.",
         inspector=InspectorRoute("POST", "/search", inspector_views.search),
     ),
     _one_tool(
-        "search_batch",
-        "Several searches at one exact revision: one page per search, in order",
-        BatchSearchRequest,
-        BatchSearchResponse,
         handlers.search_batch,
+        "Several searches at one exact revision: one page per search, in order",
+        HttpRoute("POST", "/v1/memory/search/batch", (404, 502, 504)),
+        "Search memory in a batch",
+        "Run several searches of one scope in one call (for example the sub-queries of one "
+        "question); every page answers at the same revision, in request order.",
         writes=False,
-        http=HttpRoute("POST", "/v1/memory/search/batch", (404, 502, 504)),
-        title="Search memory in a batch",
-        description="Run several searches of one scope in one call (for example the sub-queries "
-        "of one question); every page answers at the same revision, in request order.",
     ),
     _one_tool(
-        "list_entries",
-        "List",
-        ListEntriesRequest,
-        EntriesPageModel,
         handlers.list_entries,
+        "List",
+        HttpRoute("POST", "/v1/memory/entries/list", (404,)),
+        "List entries",
+        "Page through the entries active at a revision (default the head), oldest first.",
         writes=False,
-        http=HttpRoute("POST", "/v1/memory/entries/list", (404,)),
-        title="List entries",
-        description="Page through the entries active at a revision (default the head), "
-        "oldest first.",
         inspector=InspectorRoute("POST", "/entries", inspector_views.entries),
     ),
     _one_tool(
-        "get_entry",
-        "Get a citation",
-        GetEntryRequest,
-        EntryModel,
         handlers.get_entry,
+        "Get a citation",
+        HttpRoute("POST", "/v1/memory/entries/get", (404, 410)),
+        "Get entry",
+        "Resolve a citation (from search, list or a write) to its exact entry version.",
         writes=False,
-        http=HttpRoute("POST", "/v1/memory/entries/get", (404, 410)),
-        title="Get entry",
-        description="Resolve a citation (from search, list or a write) to its exact entry version.",
     ),
     _one_tool(
-        "revise_entry",
-        "Revise an entry",
-        ReviseEntryRequest,
-        WriteResultModel,
         handlers.revise_entry,
+        "Revise an entry",
+        HttpRoute("POST", "/v1/memory/entries/revise", (404, 409)),
+        "Revise entry",
+        "Write a new version of the entry a citation names (new text, optionally kind and "
+        "metadata); the old version stays citable.",
         writes=True,
-        http=HttpRoute("POST", "/v1/memory/entries/revise", (404, 409)),
-        title="Revise entry",
-        description="Write a new version of the entry a citation names (new text, optionally kind "
-        "and metadata); the old version stays citable.",
     ),
     _one_tool(
-        "retire_entry",
-        "Retire an entry",
-        RetireEntryRequest,
-        WriteResultModel,
         handlers.retire_entry,
+        "Retire an entry",
+        HttpRoute("POST", "/v1/memory/entries/retire", (404, 409)),
+        "Retire entry",
+        "Retire (soft-delete) the entry a citation names: later revisions no longer find it; "
+        "its citations still resolve.",
         writes=True,
-        http=HttpRoute("POST", "/v1/memory/entries/retire", (404, 409)),
-        title="Retire entry",
-        description="Retire (soft-delete) the entry a citation names: later revisions no longer "
-        "find it; its citations still resolve.",
         destructive=True,
     ),
     _one_tool(
-        "reactivate_entry",
-        "Reactivate a retired entry",
-        ReactivateEntryRequest,
-        WriteResultModel,
         handlers.reactivate_entry,
+        "Reactivate a retired entry",
+        HttpRoute("POST", "/v1/memory/entries/reactivate", (404, 409)),
+        "Reactivate entry",
+        "Make a retired entry active again: search finds it from the new revision on.",
         writes=True,
-        http=HttpRoute("POST", "/v1/memory/entries/reactivate", (404, 409)),
-        title="Reactivate entry",
-        description="Make a retired entry active again: search finds it from the new revision on.",
     ),
     _one_tool(
-        "list_changes",
+        handlers.list_changes,
         "Change log",
-        ChangesRequest,
-        ChangesPageModel,
-        handlers.changes,
+        HttpRoute("POST", "/v1/memory/changes", operation_id="changes"),
+        "List changes",
+        "The scope's change log after a revision, oldest first: what each revision added, "
+        "revised, retired or reactivated.",
         writes=False,
-        http=HttpRoute("POST", "/v1/memory/changes", operation_id="changes"),
-        title="List changes",
-        description="The scope's change log after a revision, oldest first: what each revision "
-        "added, revised, retired or reactivated.",
     ),
     _one_tool(
-        "head",
-        "Head revision",
-        HeadRequest,
-        HeadResponse,
         handlers.head,
+        "Head revision",
+        HttpRoute("POST", "/v1/memory/head"),
+        "Head revision",
+        "The scope's head revision (null for an empty scope).",
         writes=False,
-        http=HttpRoute("POST", "/v1/memory/head"),
-        title="Head revision",
-        description="The scope's head revision (null for an empty scope).",
     ),
     _one_tool(
-        "get_entry_by_id",
-        "Get an entry by id, at the head or at a revision",
-        EntryByIdRequest,
-        EntryModel,
         handlers.get_entry_by_id,
+        "Get an entry by id, at the head or at a revision",
+        HttpRoute("POST", "/v1/memory/entries/by-id", (404, 410)),
+        "Get entry by id",
+        "The version of one entry (by entry_id) active at a revision (default the head); not "
+        "found when the entry is retired then.",
         writes=False,
-        http=HttpRoute("POST", "/v1/memory/entries/by-id", (404, 410)),
-        title="Get entry by id",
-        description="The version of one entry (by entry_id) active at a revision (default the "
-        "head); not found when the entry is retired then.",
     ),
     _one_tool(
-        "entry_history",
+        handlers.entry_history,
         "Every version and change of one entry, newest first, as of a revision",
-        HistoryRequest,
-        EntryHistoryModel,
-        handlers.history,
+        HttpRoute("POST", "/v1/memory/entries/history", (404,), operation_id="entry_history_route"),
+        "Entry history",
+        "Every version of one entry (by entry_id) and every change that touched it, newest "
+        "first, as of a revision (default the head), with the version active then.",
         writes=False,
-        http=HttpRoute(
-            "POST", "/v1/memory/entries/history", (404,), operation_id="entry_history_route"
-        ),
-        title="Entry history",
-        description="Every version of one entry (by entry_id) and every change that touched it, "
-        "newest first, as of a revision (default the head), with the version active "
-        "then.",
         inspector=InspectorRoute("POST", "/history", inspector_views.history),
     ),
     _one_tool(
-        "forget_entries",
-        "Erase entries for good (text, metadata, tokens, vectors); tombstones remain",
-        erasure.ForgetEntriesRequest,
-        erasure.ForgetResultModel,
         erasure.forget_entries,
+        "Erase entries for good (text, metadata, tokens, vectors); tombstones remain",
+        HttpRoute("POST", "/v1/memory/forget", (404, 409, 410)),
+        "Forget entries",
+        "Erase entries (by entry_id) for good: the text, metadata, tokens and vectors of every "
+        "version, at every revision. Cannot be undone. Their citations then answer `erased`; "
+        "the change log keeps their ids and a forget change naming the caller's key.",
         writes=True,
-        http=HttpRoute("POST", "/v1/memory/forget", (404, 409, 410)),
         tool_name="forget_entry",
-        title="Forget entries",
-        description="Erase entries (by entry_id) for good: the text, metadata, tokens and vectors "
-        "of every version, at every revision. Cannot be undone. Their citations then "
-        "answer `erased`; the change log keeps their ids and a forget change naming "
-        "the caller's key.",
         destructive=True,
     ),
     _one_tool(
-        "forget_scope",
-        "Erase every entry of a scope for good; revisions and tombstones remain",
-        erasure.ForgetScopeBody,
-        erasure.ForgetResultModel,
         erasure.forget_scope,
+        "Erase every entry of a scope for good; revisions and tombstones remain",
+        HttpRoute("POST", "/v1/scopes/forget", (404, 409)),
+        "Forget scope",
+        "Erase every entry of a scope for good (cannot be undone); its revisions and tombstones "
+        "remain and it takes new writes.",
         writes=True,
-        http=HttpRoute("POST", "/v1/scopes/forget", (404, 409)),
-        title="Forget scope",
-        description="Erase every entry of a scope for good (cannot be undone); its revisions and "
-        "tombstones remain and it takes new writes.",
         destructive=True,
     ),
     _one_tool(
-        "list_scopes",
-        "List the scopes this key may use, with head revision and entry count",
-        ListScopesRequest,
-        ScopesResponse,
         handlers.list_scopes,
+        "List the scopes this key may use, with head revision and entry count",
+        HttpRoute("GET", "/v1/scopes"),
+        "List scopes",
+        "The scopes this key may use that hold at least one revision, with each one's head "
+        "revision and active entry count (the same list as GET /v1/scopes).",
         writes=False,
-        http=HttpRoute("GET", "/v1/scopes"),
-        title="List scopes",
-        description="The scopes this key may use that hold at least one revision, with each one's "
-        "head revision and active entry count (the same list as GET /v1/scopes).",
         scope="key",
         inspector=InspectorRoute("GET", "/scopes", inspector_views.scopes),
     ),
@@ -386,12 +336,9 @@ OPERATIONS: tuple[Operation, ...] = (
         ),
     ),
     # MCP cannot stream: its export and import go a page at a time (HTTP streams instead).
-    Operation(
-        "export_page",
-        "Export a page of a scope's entries",
-        ExportPageRequest,
-        ExportPageResponse,
+    _served(
         export_page,
+        "Export a page of a scope's entries",
         writes=False,
         http=None,
         tools=(
@@ -404,12 +351,9 @@ OPERATIONS: tuple[Operation, ...] = (
             ),
         ),
     ),
-    Operation(
-        "import_entries",
-        "Import a page of an export into a scope",
-        ImportEntriesRequest,
-        ImportResponse,
+    _served(
         import_entries,
+        "Import a page of an export into a scope",
         writes=True,
         http=None,
         tools=(
