@@ -17,24 +17,22 @@ from powercontext.server.schemas import (
 _REVISION = "Read as of this revision (default the head); 404 when the scope has not reached it."
 
 
-class HistoryRequest(_Wire):
+class _EntryAtRevision(_Wire):
+    """One entry of a scope, as of a revision: what the history and by-id requests name."""
+
+    scope_id: WireScopeId = Field(description="The scope.")
+    entry_id: str = Field(
+        min_length=1, max_length=MAX_ID_CHARS, description="The entry (from any citation)."
+    )
+    revision: int | None = _int_field(None, ge=1, description=_REVISION)
+
+
+class HistoryRequest(_EntryAtRevision):
     """Every version of one entry and every change that touched it, newest first."""
 
-    scope_id: WireScopeId = Field(description="The scope.")
-    entry_id: str = Field(
-        min_length=1, max_length=MAX_ID_CHARS, description="The entry (from any citation)."
-    )
-    revision: int | None = _int_field(None, ge=1, description=_REVISION)
 
-
-class EntryByIdRequest(_Wire):
+class EntryByIdRequest(_EntryAtRevision):
     """The version of one entry active at a revision (404 when none is active then)."""
-
-    scope_id: WireScopeId = Field(description="The scope.")
-    entry_id: str = Field(
-        min_length=1, max_length=MAX_ID_CHARS, description="The entry (from any citation)."
-    )
-    revision: int | None = _int_field(None, ge=1, description=_REVISION)
 
 
 class EntryVersionModel(_Wire):
