@@ -2,88 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, TypeAlias
 
-from powercontext.memory.erasure import (
-    ForgetMemoryRequest,
-    ForgetScopeRequest,
-    MemoryForgetResult,
-)
-from powercontext.memory.filters import MemoryFilter
-from powercontext.memory.history import MemoryEntryHistory
-from powercontext.memory.models import (
-    MemoryChangesPage,
-    MemoryCitation,
-    MemoryEntriesPage,
-    MemoryEntry,
-    MemoryRef,
-    MemorySearchPage,
-    MemoryWriteResult,
-    ReactivateMemoryRequest,
-    RememberMemoryRequest,
-    RetireMemoryRequest,
-    ReviseMemoryRequest,
-    SearchMemoryRequest,
-)
-from powercontext.memory.transfer import ImportProgress, ImportResult, OnExisting
+if TYPE_CHECKING:
+    from powercontext.client.memory import AsyncScopedMemoryClient
+    from powercontext.memory.scoped import ScopedMemory
 
-
-class CliMemory(Protocol):
-    """What the commands use; the runtime's ScopedMemory and the SDK's both provide it."""
-
-    async def remember(self, request: RememberMemoryRequest) -> MemoryWriteResult: ...
-
-    async def search(self, request: SearchMemoryRequest) -> MemorySearchPage: ...
-
-    async def search_batch(
-        self, requests: Sequence[SearchMemoryRequest]
-    ) -> tuple[MemorySearchPage, ...]: ...
-
-    async def list(
-        self,
-        *,
-        revision: int | None = None,
-        cursor: str | None = None,
-        limit: int = 100,
-        where: MemoryFilter | None = None,
-    ) -> MemoryEntriesPage: ...
-
-    async def get(self, citation: MemoryCitation) -> MemoryEntry | None: ...
-
-    async def get_entry(self, entry_id: str, *, revision: int | None = None) -> MemoryEntry: ...
-
-    async def history(
-        self, entry_id: str, *, revision: int | None = None
-    ) -> MemoryEntryHistory: ...
-
-    async def retire(self, request: RetireMemoryRequest) -> MemoryWriteResult: ...
-
-    async def revise(self, request: ReviseMemoryRequest) -> MemoryWriteResult: ...
-
-    async def reactivate(self, request: ReactivateMemoryRequest) -> MemoryWriteResult: ...
-
-    async def changes(self, since_revision: int = 0, *, limit: int = 1000) -> MemoryChangesPage: ...
-
-    async def head(self) -> MemoryRef | None: ...
-
-    async def forget(self, request: ForgetMemoryRequest | str) -> MemoryForgetResult: ...
-
-    async def forget_scope(
-        self, request: ForgetScopeRequest | None = None
-    ) -> MemoryForgetResult: ...
-
-    def export_lines(self, *, revision: int | None = None) -> AsyncIterator[str]: ...
-
-    async def import_lines(
-        self,
-        lines: AsyncIterable[str] | Iterable[str],
-        *,
-        on_existing: OnExisting = "fail",
-        progress: ImportProgress | None = None,
-    ) -> ImportResult: ...
+CliMemory: TypeAlias = "ScopedMemory | AsyncScopedMemoryClient"
+"""What the commands use: the runtime's ScopedMemory (--local) or the SDK's; both have the
+same methods, so each is declared once, by its own class."""
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ the prompt is refused there, so nothing is erased by accident).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 import typer
@@ -14,7 +15,13 @@ from rich.markup import escape
 from powercontext.cli import output
 from powercontext.cli.backends import CliMemory
 from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
-from powercontext.cli.memory_options import Connection, ExpectedRevision, Scope, memory_command
+from powercontext.cli.memory_options import (
+    Connection,
+    ExpectedRevision,
+    Scope,
+    memory_command,
+    option_group,
+)
 from powercontext.memory.erasure import (
     ForgetMemoryRequest,
     ForgetScopeRequest,
@@ -31,16 +38,27 @@ Reason = Annotated[
 ]
 
 
-def _confirm(question: str, yes: bool) -> None:
-    if yes:
-        return
-    try:
-        confirmed = typer.confirm(question, default=False)
-    except typer.Abort:
-        confirmed = False
-    if not confirmed:
-        output.print_error("aborted", "nothing was erased (pass --yes to skip this question)")
-        raise typer.Exit(EXIT_FAILURE)
+@dataclass(frozen=True)
+class Erasure:
+    """The options both erasures share: the audit note, the revision expected, and --yes."""
+
+    reason: Reason = None
+    expected_revision: ExpectedRevision = None
+    yes: Yes = False
+
+    def confirm(self, question: str) -> None:
+        if self.yes:
+            return
+        try:
+            confirmed = typer.confirm(question, default=False)
+        except typer.Abort:
+            confirmed = False
+        if not confirmed:
+            output.print_error("aborted", "nothing was erased (pass --yes to skip this question)")
+            raise typer.Exit(EXIT_FAILURE)
+
+
+erasing = option_group("erasure", Erasure)
 
 
 def _actor(memory: CliMemory) -> dict[str, str]:
@@ -61,38 +79,33 @@ def _print(result: MemoryForgetResult, as_json: bool) -> None:
 
 
 @memory_command
+@erasing
 def forget(
     entry_ids: Annotated[list[str], typer.Argument(help="The ids of the entries to erase.")],
     scope: Scope,
-    reason: Reason = None,
-    expected_revision: ExpectedRevision = None,
-    yes: Yes = False,
     *,
+    erasure: Erasure,
     connection: Connection,
 ) -> None:
     """Erase entries for good: every version's text, metadata, tokens and vectors."""
     with fail_on_errors():
         request = ForgetMemoryRequest(
-            entry_ids=tuple(entry_ids), reason=reason, expected_revision=expected_revision
+            entry_ids=tuple(entry_ids),
+            reason=erasure.reason,
+            expected_revision=erasure.expected_revision,
         )
-    _confirm(f"Erase {len(entry_ids)} entries of {scope!r} for good?", yes)
+    erasure.confirm(f"Erase {len(entry_ids)} entries of {scope!r} for good?")
 
     result = connection.run(scope, lambda m: m.forget(request, **_actor(m)))
     _print(result, connection.as_json)
 
 
 @memory_command
-def forget_scope(
-    scope: Scope,
-    reason: Reason = None,
-    expected_revision: ExpectedRevision = None,
-    yes: Yes = False,
-    *,
-    connection: Connection,
-) -> None:
+@erasing
+def forget_scope(scope: Scope, *, erasure: Erasure, connection: Connection) -> None:
     """Erase every entry of a scope for good; its revisions and tombstones remain."""
-    request = ForgetScopeRequest(reason=reason, expected_revision=expected_revision)
-    _confirm(f"Erase EVERY entry of scope {scope!r} for good?", yes)
+    request = ForgetScopeRequest(reason=erasure.reason, expected_revision=erasure.expected_revision)
+    erasure.confirm(f"Erase EVERY entry of scope {scope!r} for good?")
 
     result = connection.run(scope, lambda m: m.forget_scope(request, **_actor(m)))
     _print(result, connection.as_json)

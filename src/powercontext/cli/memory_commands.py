@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, cast, get_args
 
 import typer
 
@@ -20,9 +20,11 @@ from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
 from powercontext.cli.memory_options import (
     Citation,
     Connection,
+    ExpectedRevision,
     FilterOption,
     HitLimit,
     ModeName,
+    Reason,
     Scope,
     SearchRevision,
     filter_object,
@@ -47,10 +49,8 @@ def remember(
     scope: Scope,
     kind: Annotated[str, typer.Option(help="The entry's kind.")] = "fact",
     metadata: Annotated[str | None, typer.Option(help="A JSON object.")] = None,
-    expected_revision: Annotated[
-        int | None, typer.Option(help="Refuse unless the scope is at this revision.")
-    ] = None,
-    reason: Annotated[str | None, typer.Option(help="Recorded in the change log.")] = None,
+    expected_revision: ExpectedRevision = None,
+    reason: Reason = None,
     thread: Annotated[
         str | None, typer.Option(help="The conversation, session or document it belongs to.")
     ] = None,
@@ -156,15 +156,9 @@ def read_queries(source: str) -> list[str]:
 
 
 def _mode(value: str) -> SearchMode:
-    modes: dict[str, SearchMode] = {
-        "auto": "auto",
-        "fts": "fts",
-        "vector": "vector",
-        "hybrid": "hybrid",
-    }
-    if value not in modes:
+    if value not in get_args(SearchMode):
         raise MemoryValidationError("--mode must be auto, fts, vector or hybrid")
-    return modes[value]
+    return cast(SearchMode, value)
 
 
 @app.command("list")
@@ -224,7 +218,7 @@ def get(
 def retire(
     citation: Citation,
     scope: Scope,
-    reason: Annotated[str | None, typer.Option(help="Recorded in the change log.")] = None,
+    reason: Reason = None,
     *,
     connection: Connection,
 ) -> None:

@@ -7,8 +7,8 @@ import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from dataclasses import dataclass, fields
+from typing import Annotated, Any, TypeVar, get_type_hints
 
 import typer
 from pydantic import ValidationError
@@ -58,6 +58,7 @@ ModeName = Annotated[str, typer.Option(help="auto, fts, vector or hybrid.")]
 ExpectedRevision = Annotated[
     int | None, typer.Option(help="Refuse unless the scope is at this revision.")
 ]
+Reason = Annotated[str | None, typer.Option(help="Recorded in the change log.")]
 SearchRevision = Annotated[
     int | None, typer.Option(min=1, help="Search as of this revision (default the head).")
 ]
@@ -82,39 +83,81 @@ class Connection:
             return asyncio.run(go())
 
 
-_SHARED_OPTIONS = [
-    inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=option)
-    for name, default, option in (
-        ("local", False, Local),
-        ("server_url", None, ServerUrl),
-        ("api_key", None, ApiKey),
-        ("as_json", False, AsJson),
-    )
-]
+Command = Callable[..., None]
 
 
-def memory_command(command: Callable[..., None]) -> Callable[..., None]:
-    """Give `command` the shared options (--local, --server-url, --api-key, --json), after its
-    own, as one `connection` argument: each command then declares only what is its own."""
-    own = inspect.signature(command, eval_str=True).parameters.values()
+def _with_group(
+    name: str, options: list[inspect.Parameter], build: Callable[..., Any]
+) -> Callable[[Command], Command]:
+    """Give a command `options` after its own, passed to it as one argument `name`, built by
+    `build(**values)`: options several commands share are declared once."""
 
-    @functools.wraps(command)
-    def with_connection(
-        *args: Any,
-        local: bool,
-        server_url: str | None,
-        api_key: str | None,
-        as_json: bool,
-        **kwargs: Any,
-    ) -> None:
-        connection = Connection(Target(local, server_url, api_key), as_json)
-        command(*args, connection=connection, **kwargs)
+    def decorate(command: Command) -> Command:
+        own = inspect.signature(command, eval_str=True).parameters.values()
 
-    # Typer reads the options from the signature.
-    with_connection.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [*(p for p in own if p.name != "connection"), *_SHARED_OPTIONS]
-    )
-    return with_connection
+        @functools.wraps(command)
+        def with_options(*args: Any, **kwargs: Any) -> None:
+            values = {option.name: kwargs.pop(option.name) for option in options}
+            command(*args, **kwargs, **{name: build(**values)})
+
+        # Typer reads the options from the signature.
+        with_options.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [*(p for p in own if p.name != name), *options]
+        )
+        return with_options
+
+    return decorate
+
+
+def option_group(name: str, group: type[Any]) -> Callable[[Command], Command]:
+    """The options of a dataclass whose fields are typer options (annotated, with defaults),
+    given to a command as one `name: group` argument."""
+    hints = get_type_hints(group, include_extras=True)
+    options = [
+        inspect.Parameter(
+            field.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=field.default,
+            annotation=hints[field.name],
+        )
+        for field in fields(group)
+    ]
+    return _with_group(name, options, group)
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a revise or a reactivate records and expects besides its own content."""
+
+    reason: Reason = None
+    expected_revision: ExpectedRevision = None
+
+
+changed = option_group("change", Change)
+"""Give a command `--reason` and `--expected-revision` as one `change: Change` argument."""
+
+
+def _connection(
+    local: bool, server_url: str | None, api_key: str | None, as_json: bool
+) -> Connection:
+    return Connection(Target(local, server_url, api_key), as_json)
+
+
+memory_command = _with_group(
+    "connection",
+    [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=option)
+        for name, default, option in (
+            ("local", False, Local),
+            ("server_url", None, ServerUrl),
+            ("api_key", None, ApiKey),
+            ("as_json", False, AsJson),
+        )
+    ],
+    _connection,
+)
+"""Give a command the shared options (--local, --server-url, --api-key, --json), after its
+own, as one `connection` argument: each command then declares only what is its own."""
 
 
 def metadata_object(value: str | None) -> dict[str, Any]:

@@ -13,19 +13,19 @@ import typer
 from powercontext.cli import output
 from powercontext.cli.errors import fail_on_errors
 from powercontext.cli.memory_options import (
+    Change,
     Citation,
     Connection,
-    ExpectedRevision,
     Scope,
+    changed,
     memory_command,
     metadata_object,
 )
 from powercontext.memory.models import ReactivateMemoryRequest, ReviseMemoryRequest
 
-Reason = Annotated[str | None, typer.Option(help="Recorded in the change log.")]
-
 
 @memory_command
+@changed
 def revise(
     citation: Citation,
     text: Annotated[str, typer.Argument(help="The new text.")],
@@ -34,9 +34,8 @@ def revise(
     metadata: Annotated[
         str | None, typer.Option(help="A JSON object replacing the metadata (default: keep).")
     ] = None,
-    reason: Reason = None,
-    expected_revision: ExpectedRevision = None,
     *,
+    change: Change,
     connection: Connection,
 ) -> None:
     """Write a new version of an entry; the old version stays citable."""
@@ -46,28 +45,22 @@ def revise(
             text=text,
             kind=kind,
             metadata=metadata_object(metadata) if metadata is not None else None,
-            reason=reason,
-            expected_revision=expected_revision,
+            reason=change.reason,
+            expected_revision=change.expected_revision,
         )
     result = connection.run(scope, lambda m: m.revise(request))
     output.print_write(result, connection.as_json)
 
 
 @memory_command
-def reactivate(
-    citation: Citation,
-    scope: Scope,
-    reason: Reason = None,
-    expected_revision: ExpectedRevision = None,
-    *,
-    connection: Connection,
-) -> None:
+@changed
+def reactivate(citation: Citation, scope: Scope, *, change: Change, connection: Connection) -> None:
     """Make a retired entry active again (search finds it from the new revision on)."""
     with fail_on_errors():
         request = ReactivateMemoryRequest(
             citation=output.parse_citation(citation, scope),
-            reason=reason,
-            expected_revision=expected_revision,
+            reason=change.reason,
+            expected_revision=change.expected_revision,
         )
     result = connection.run(scope, lambda m: m.reactivate(request))
     output.print_write(result, connection.as_json)
