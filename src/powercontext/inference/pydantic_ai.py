@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Final, Literal
@@ -40,6 +39,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage
 
 from powercontext.config import LLAMACPP_PREFIX, OPENAI_COMPATIBLE_PREFIX, env_name
+from powercontext.memory.bounds import at_least_one, positive
 from powercontext.memory.errors import (
     ConfigurationError,
     InferenceError,
@@ -195,14 +195,10 @@ class PydanticAIListwiseReranker:
         output_mode: OutputMode = "tool",
         on_close: Callable[[], None] | None = None,
     ) -> None:
-        if not (timeout_seconds > 0 and math.isfinite(timeout_seconds)):
-            raise ValueError("timeout_seconds must be a positive number")
-        if max_requests < 1:
-            raise ValueError("max_requests must be at least 1")
+        self.timeout_seconds = positive("timeout_seconds", timeout_seconds)
+        self.max_requests = at_least_one("max_requests", max_requests)
         self.output_mode = output_mode
         self._on_close = on_close
-        self.timeout_seconds = timeout_seconds
-        self.max_requests = max_requests
         self.max_candidate_chars = max_candidate_chars
         self.model = _resolve_model(model)
         self._usage_limits = UsageLimits(request_limit=max_requests)
@@ -349,9 +345,7 @@ class PydanticAIEmbeddingModel:
         dimension: int | None = None,
         timeout_seconds: float = 60.0,
     ) -> None:
-        model, profile_id = _resolve_embedder(spec)
-        if dimension is None:
-            dimension = KNOWN_EMBEDDING_DIMENSIONS.get(model.model_name)
+        model, profile_id, dimension = _resolve_embedder(spec, dimension)
         if dimension is None:
             raise ConfigurationError(
                 f"the dimension of embedding model {profile_id!r} is unknown: pass dimension= "
@@ -362,8 +356,7 @@ class PydanticAIEmbeddingModel:
     def _setup(
         self, model: PydanticAIEmbedder, profile_id: str, dimension: int, timeout_seconds: float
     ) -> None:
-        if not (timeout_seconds > 0 and math.isfinite(timeout_seconds)):
-            raise ValueError("timeout_seconds must be a positive number")
+        positive("timeout_seconds", timeout_seconds)
         try:
             self.profile = EmbeddingProfile(profile_id=profile_id, dimension=dimension)
         except ValueError as exc:
@@ -380,9 +373,7 @@ class PydanticAIEmbeddingModel:
         timeout_seconds: float = 60.0,
     ) -> PydanticAIEmbeddingModel:
         """Like the constructor, but learns an unknown dimension with one probe request."""
-        model, profile_id = _resolve_embedder(spec)
-        if dimension is None:
-            dimension = KNOWN_EMBEDDING_DIMENSIONS.get(model.model_name)
+        model, profile_id, dimension = _resolve_embedder(spec, dimension)
         if dimension is None:
             operation = f"probing embedding model {profile_id!r}"
             vectors = await _embed_bounded(
@@ -426,15 +417,22 @@ class PydanticAIEmbeddingModel:
         return vectors
 
 
-def _resolve_embedder(spec: str | PydanticAIEmbedder) -> tuple[PydanticAIEmbedder, str]:
+def _resolve_embedder(
+    spec: str | PydanticAIEmbedder, dimension: int | None
+) -> tuple[PydanticAIEmbedder, str, int | None]:
+    """The model, its profile id, and its dimension: the one given, else the known one."""
     if not isinstance(spec, str):
-        return spec, f"{spec.system}:{spec.model_name}"
-    try:
-        return infer_embedding_model(spec), spec
-    except (UserError, ValueError, ImportError) as exc:
-        raise ConfigurationError(
-            f"{env_name('inference', 'embedding_model')}={spec!r} cannot be used: {exc}"
-        ) from exc
+        model, profile_id = spec, f"{spec.system}:{spec.model_name}"
+    else:
+        try:
+            model, profile_id = infer_embedding_model(spec), spec
+        except (UserError, ValueError, ImportError) as exc:
+            raise ConfigurationError(
+                f"{env_name('inference', 'embedding_model')}={spec!r} cannot be used: {exc}"
+            ) from exc
+    if dimension is None:
+        dimension = KNOWN_EMBEDDING_DIMENSIONS.get(model.model_name)
+    return model, profile_id, dimension
 
 
 async def _embed_bounded(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 
 from powercontext.config import env_name
+from powercontext.memory.bounds import at_least_one, positive
 from powercontext.memory.errors import (
     ConfigurationError,
     InferenceError,
@@ -99,15 +100,11 @@ class EndpointReranker:
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError("url must be an http(s) URL")
-        if not (timeout_seconds > 0 and math.isfinite(timeout_seconds)):
-            raise ValueError("timeout_seconds must be a positive number")
-        if top_k is not None and top_k < 1:
-            raise ValueError("top_k must be at least 1")
         self.url = url
+        self.timeout_seconds = positive("timeout_seconds", timeout_seconds)
+        self.top_k = None if top_k is None else at_least_one("top_k", top_k)
         self.model = model
         self.threshold = threshold
-        self.top_k = top_k
-        self.timeout_seconds = timeout_seconds
         self.max_candidate_chars = max_candidate_chars
         self.documents_field: DocumentsField = documents_field
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}

@@ -28,6 +28,7 @@ from powercontext.inference.embeddings.packaged_files import (
     require_local_runtime,
     verify_sha256,
 )
+from powercontext.memory.bounds import at_least_one
 from powercontext.memory.errors import ConfigurationError, InferenceUnavailableError
 from powercontext.memory.models import EmbeddingProfile
 
@@ -143,8 +144,7 @@ class LocalMiniLM:
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int | None = None,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
+        at_least_one("batch_size", batch_size)
         require_local_runtime()
         self._files = files if files is not None else packaged_minilm_files()
         self._batch_size = batch_size

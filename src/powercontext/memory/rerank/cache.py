@@ -10,12 +10,12 @@ are stored; a degraded (fail-open) decision never is, so an outage is not rememb
 from __future__ import annotations
 
 import hashlib
-import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from powercontext.memory.bounds import at_least_one, positive
 from powercontext.memory.models import MemoryHit, MemoryRerankDecision
 
 Clock = Callable[[], float]
@@ -33,12 +33,8 @@ class RerankCache:
     def __init__(
         self, *, ttl_seconds: float, max_entries: int, clock: Clock = time.monotonic
     ) -> None:
-        if not (ttl_seconds > 0 and math.isfinite(ttl_seconds)):
-            raise ValueError("ttl_seconds must be a positive number")
-        if max_entries < 1:
-            raise ValueError("max_entries must be at least 1")
-        self.ttl_seconds = ttl_seconds
-        self.max_entries = max_entries
+        self.ttl_seconds = positive("ttl_seconds", ttl_seconds)
+        self.max_entries = at_least_one("max_entries", max_entries)
         self._clock = clock
         self._entries: OrderedDict[RerankCacheKey, tuple[float, MemoryRerankDecision]] = (
             OrderedDict()

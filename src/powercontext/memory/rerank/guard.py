@@ -9,9 +9,9 @@ cache, composition does not wrap at all, so the RFC's behaviour stays exactly as
 from __future__ import annotations
 
 import asyncio
-import math
 from typing import Literal
 
+from powercontext.memory.bounds import positive
 from powercontext.memory.errors import (
     InferenceTimeoutError,
     InferenceUnavailableError,
@@ -61,10 +61,8 @@ class GuardedReranker:
     ) -> None:
         if failure_policy not in ("fail_closed", "fail_open"):
             raise ValueError(f"unknown failure policy {failure_policy!r}")
-        if timeout_seconds is not None and not (
-            timeout_seconds > 0 and math.isfinite(timeout_seconds)
-        ):
-            raise ValueError("timeout_seconds must be a positive number")
+        if timeout_seconds is not None:
+            positive("timeout_seconds", timeout_seconds)
         self.inner = inner
         # The guard decides nothing itself: the trace names the inner policy.
         self.policy_id: str = inner.policy_id

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from powercontext.memory.bounds import at_least_one
 from powercontext.memory.models import MemoryHit, normalize_text
 
 POLICY_ID = "powercontext.memory.rerank.listwise.v1"
@@ -96,8 +97,7 @@ def build_listwise_prompt(
     model: ids, scores, kinds, metadata and citations never do, so the model can only answer
     with positions the service resolves against the pool it already admitted.
     """
-    if limit < 1:
-        raise ValueError("limit must be at least 1")
+    at_least_one("limit", limit)
     if max_candidate_chars < MIN_CANDIDATE_CHARS:
         raise ValueError(f"max_candidate_chars must be at least {MIN_CANDIDATE_CHARS}")
     truncated: list[int] = []
