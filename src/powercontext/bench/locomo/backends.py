@@ -125,26 +125,37 @@ async def _timed_ingest(
     return IngestOutcome(scope_id, len(requests), reused, late, time.perf_counter() - started)
 
 
-class InProcessBackend:
-    name = "in-process"
-    trace_available = True
+class _ScopeBackend:
+    """Ingest and search through `source.memory.for_scope(scope_id)`, which the runtime and
+    the SDK client both provide; only the in-process one fills pending vectors itself."""
 
-    def __init__(self, runtime: Any) -> None:
-        self._runtime = runtime
+    fill_vectors: bool
+
+    def __init__(self, source: Any) -> None:
+        self._source = source
 
     async def ingest(
         self, scope_id: str, requests: Sequence[RememberMemoryRequest], write: WriteMode = "turns"
     ) -> IngestOutcome:
-        memory = self._runtime.memory.for_scope(scope_id)
-        return await _timed_ingest(memory, scope_id, requests, write, fill_vectors=True)
+        memory = self._source.memory.for_scope(scope_id)
+        return await _timed_ingest(
+            memory, scope_id, requests, write, fill_vectors=self.fill_vectors
+        )
 
     async def search(self, scope_id: str, request: SearchMemoryRequest) -> Any:
-        return await self._runtime.memory.for_scope(scope_id).search(request)
+        return await _maybe_await(self._source.memory.for_scope(scope_id).search(request))
+
+
+class InProcessBackend(_ScopeBackend):
+    name = "in-process"
+    trace_available = True
+    fill_vectors = True
 
     def describe(self) -> dict[str, Any]:
-        settings: ServerSettings = self._runtime.settings
-        embedder = self._runtime.embedding_model
-        reranker = self._runtime.memory_reranker
+        runtime = self._source
+        settings: ServerSettings = runtime.settings
+        embedder = runtime.embedding_model
+        reranker = runtime.memory_reranker
         return {
             "backend": self.name,
             "runtime": settings.runtime.model_dump(mode="json"),
@@ -159,25 +170,17 @@ async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-class SdkBackend:
+class SdkBackend(_ScopeBackend):
     """Over HTTP the v1 response carries no rerank trace: coarse metrics are unavailable when
     the server reranks."""
 
     name = "sdk"
     trace_available = False
+    fill_vectors = False
 
     def __init__(self, client: Any, url: str) -> None:
-        self._client = client
+        super().__init__(client)
         self._url = url
-
-    async def ingest(
-        self, scope_id: str, requests: Sequence[RememberMemoryRequest], write: WriteMode = "turns"
-    ) -> IngestOutcome:
-        memory = self._client.memory.for_scope(scope_id)
-        return await _timed_ingest(memory, scope_id, requests, write, fill_vectors=False)
-
-    async def search(self, scope_id: str, request: SearchMemoryRequest) -> Any:
-        return await _maybe_await(self._client.memory.for_scope(scope_id).search(request))
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "server": self._url}
