@@ -86,12 +86,12 @@ class SearchConfig:
     participant_boost: float = 0.0
     """A query naming an entry's speaker multiplies its fused score by 1 + this (0: off)."""
     fields: FieldWeights = field(default_factory=FieldWeights)
+    """Weights of the neighbour and speaker fields in the full-text channel (search.fields)."""
     feedback: FeedbackConfig = field(default_factory=lambda: FeedbackConfig(docs=0))
     """Pseudo-relevance feedback in the full-text channel (search.feedback); off here,
     on in the server's settings."""
     vector_feedback: VectorFeedbackConfig = field(default_factory=VectorFeedbackConfig)
     """Query expansion in the vector channel (search.vector_feedback); off unless set."""
-    """Weights of the neighbour and speaker fields in the full-text channel (search.fields)."""
     index: IndexTextConfig = field(default_factory=IndexTextConfig)
     """What the channels index per entry: template and contextual neighbours."""
     timeout_seconds: float | None = None
