@@ -8,19 +8,19 @@ from collections.abc import Sequence
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 
-from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import MemoryChange
-from powercontext.memory.ports import IdempotentWrite, StoredVersion
+from powercontext.memory.ports import IdempotentWrite, StoredVersion, VersionPage
 from powercontext.storage.common import (
     CHANGE_COLUMNS,
     VERSION_COLUMNS,
     change_from_row,
+    page_query,
     version_from_row,
     whole_revisions,
 )
-from powercontext.storage.filter_sql import filter_sql
+from powercontext.storage.filter_sql import active_at
 
-ACTIVE_AT = "added_revision <= %s AND (removed_revision IS NULL OR removed_revision > %s)"
+ACTIVE_AT = active_at("postgres")
 
 
 async def head(conn: AsyncConnection[TupleRow], scope_id: str) -> int | None:
@@ -95,23 +95,10 @@ async def entry_heads(
     return {v.entry_id: v for v in map(version_from_row, await cur.fetchall())}
 
 
-async def list_versions(
-    conn: AsyncConnection[TupleRow],
-    scope_id: str,
-    revision: int,
-    after_key: int | None,
-    limit: int,
-    where: MemoryFilter | None = None,
-) -> list[StoredVersion]:
-    if limit <= 0:
+async def list_versions(conn: AsyncConnection[TupleRow], page: VersionPage) -> list[StoredVersion]:
+    if page.limit <= 0:
         return []
-    clause, params = filter_sql(where, "postgres")
-    cur = await conn.execute(
-        f"SELECT {VERSION_COLUMNS} FROM entry_versions "
-        f"WHERE scope_id = %s AND key > %s AND {ACTIVE_AT}{clause} "
-        "ORDER BY key LIMIT %s",
-        (scope_id, -1 if after_key is None else after_key, revision, revision, *params, limit),
-    )
+    cur = await conn.execute(*page_query(page, "postgres"))
     return [version_from_row(row) for row in await cur.fetchall()]
 
 

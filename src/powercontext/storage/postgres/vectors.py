@@ -29,6 +29,8 @@ from psycopg.adapt import Dumper
 from psycopg.pq import Format
 from psycopg.rows import TupleRow
 
+from powercontext.storage.filter_sql import active_at
+
 HNSW_MAX_DIMENSION = 2000
 EXACT_SCAN_UP_TO = 2000
 """Revisions with at most this many active versions are searched exactly, not by HNSW."""
@@ -122,7 +124,7 @@ async def stored_dimension(
     return int(row[0]) if row else None
 
 
-_ACTIVE = "e.added_revision <= %s AND (e.removed_revision IS NULL OR e.removed_revision > %s)"
+_ACTIVE = active_at("postgres", "e.")
 
 
 def nearest_query(
