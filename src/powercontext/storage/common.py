@@ -19,6 +19,7 @@ from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import (
     ErasedVersion,
     ErasureRequest,
+    IdempotentWrite,
     NewVersion,
     PlannedChange,
     StoredVersion,
@@ -267,6 +268,25 @@ def erasure_records(
         ),
     ]
     return [(sql.replace("?", placeholder(dialect)), rows) for sql, rows in statements]
+
+
+def idempotency_query(scope_id: str, key: str, dialect: Dialect) -> tuple[str, tuple[str, str]]:
+    """The query for what a write recorded under an idempotency key; see `idempotent_write`."""
+    mark = placeholder(dialect)
+    return (
+        "SELECT body_hash, revision, version_keys FROM idempotency_keys "
+        f"WHERE scope_id = {mark} AND idempotency_key = {mark}",
+        (scope_id, key),
+    )
+
+
+def idempotent_write_from_row(
+    row: Sequence[Any] | None, keys: Callable[[Any], Sequence[int]] = _same
+) -> IdempotentWrite | None:
+    """A row of `idempotency_query` as an IdempotentWrite (SQLite stores the keys as JSON)."""
+    if row is None:
+        return None
+    return IdempotentWrite(body_hash=row[0], revision=int(row[1]), keys=tuple(keys(row[2])))
 
 
 def tombstone_query(

@@ -331,10 +331,9 @@ class PostgresMemoryStore:
     async def put_vectors(
         self, scope_id: str, profile_id: str, items: Sequence[tuple[int, Vector]]
     ) -> None:
-        pending = list(items)
-        if not pending:
+        if not items:
             return
-        dimension, rows = unit_vectors(pending)
+        dimension, rows = unit_vectors(items)
         async with self._connection(f"storing {len(rows)} vectors") as conn:
             indexed = self._indexed.get(profile_id)
             if indexed is None and profile_id in self._deferred:

@@ -30,6 +30,7 @@ from psycopg.pq import Format
 from psycopg.rows import TupleRow
 
 from powercontext.storage.filter_sql import active_at
+from powercontext.storage.postgres.connection import one_row
 
 HNSW_MAX_DIMENSION = 2000
 EXACT_SCAN_UP_TO = 2000
@@ -53,8 +54,7 @@ def dumper_for(oid: int) -> type[VectorBinaryDumper]:
 
 
 async def vector_oid(conn: AsyncConnection[TupleRow]) -> int:
-    cur = await conn.execute("SELECT 'vector'::regtype::oid")
-    row = await cur.fetchone()
+    row = await one_row(conn, "SELECT 'vector'::regtype::oid")
     assert row is not None
     return int(row[0])
 
@@ -65,8 +65,7 @@ def index_name(profile_id: str) -> str:
 
 
 async def indexed_dimension(conn: AsyncConnection[TupleRow], profile_id: str) -> int | None:
-    cur = await conn.execute("SELECT pg_get_indexdef(to_regclass(%s))", (index_name(profile_id),))
-    row = await cur.fetchone()
+    row = await one_row(conn, "SELECT pg_get_indexdef(to_regclass(%s))", (index_name(profile_id),))
     if row is None or row[0] is None:
         return None
     match = _DIMENSION_IN_INDEX.search(str(row[0]))
@@ -115,12 +114,12 @@ async def drop_index(conn: AsyncConnection[TupleRow], profile_id: str) -> None:
 async def stored_dimension(
     conn: AsyncConnection[TupleRow], scope_id: str, profile_id: str
 ) -> int | None:
-    cur = await conn.execute(
+    row = await one_row(
+        conn,
         "SELECT vector_dims(embedding) FROM entry_vectors "
         "WHERE scope_id = %s AND profile_id = %s LIMIT 1",
         (scope_id, profile_id),
     )
-    row = await cur.fetchone()
     return int(row[0]) if row else None
 
 

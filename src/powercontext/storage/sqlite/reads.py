@@ -24,6 +24,8 @@ from powercontext.storage.common import (
     CHANGE_COLUMNS,
     VERSION_COLUMNS,
     change_from_row,
+    idempotency_query,
+    idempotent_write_from_row,
     page_query,
     version_from_row,
     whole_revisions,
@@ -81,14 +83,8 @@ def entry_versions(conn: sqlite3.Connection, scope_id: str, entry_id: str) -> li
 
 
 def idempotent_write(conn: sqlite3.Connection, scope_id: str, key: str) -> IdempotentWrite | None:
-    row = conn.execute(
-        "SELECT body_hash, revision, version_keys FROM idempotency_keys "
-        "WHERE scope_id = ? AND idempotency_key = ?",
-        (scope_id, key),
-    ).fetchone()
-    if row is None:
-        return None
-    return IdempotentWrite(body_hash=row[0], revision=int(row[1]), keys=tuple(json.loads(row[2])))
+    row = conn.execute(*idempotency_query(scope_id, key, "sqlite")).fetchone()
+    return idempotent_write_from_row(row, keys=json.loads)
 
 
 def get_version(
