@@ -58,7 +58,7 @@ from powercontext.memory.models import (
     RememberMemoryRequest,
     SearchMemoryRequest,
 )
-from powercontext.memory.ports import EmbeddingModel
+from powercontext.memory.ports import EmbeddingModel, VectorQuery
 from powercontext.memory.search.analyze import ENGLISH_STOPWORDS
 from powercontext.memory.service import MemoryService, SearchConfig
 from powercontext.storage.postgres import PostgresMemoryStore, PostgresOptions
@@ -313,7 +313,7 @@ async def recall(
         for vector in vectors:
             started = time.perf_counter()
             exact = await store.vector_candidates(
-                SCOPE, head, profile, vector, limit=30, exact=True
+                VectorQuery(SCOPE, head, profile, vector, limit=30), exact=True
             )
             exact_ms.append((time.perf_counter() - started) * 1000)
             truths.append({c.key for c in exact})
@@ -330,7 +330,9 @@ async def recall(
                 vectors, truths, floors, admissible, strict=True
             ):
                 started = time.perf_counter()
-                found = await store.vector_candidates(SCOPE, head, profile, vector, limit=limit)
+                found = await store.vector_candidates(
+                    VectorQuery(SCOPE, head, profile, vector, limit=limit)
+                )
                 took.append((time.perf_counter() - started) * 1000)
                 top = found[:30]
                 overlaps.append(len(truth & {c.key for c in top}) / len(truth))

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from powercontext.memory.ports import VectorQuery
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus as data
@@ -118,7 +120,7 @@ async def recall(store: SqliteMemoryStore, corpus: data.Corpus, count: int) -> f
     profile = corpus.embedder().profile.profile_id
     correct = 0
     for vector in corpus.query_vectors[:count]:
-        found = await store.vector_candidates(SCOPE, head, profile, vector, limit=30)
+        found = await store.vector_candidates(VectorQuery(SCOPE, head, profile, vector, limit=30))
         truth = data.exact_top(corpus.vectors, vector, 30)
         threshold = float(corpus.vectors[truth[-1]] @ vector) - 1e-5
         rows = np.asarray([c.key - 1 for c in found], dtype=np.int64)

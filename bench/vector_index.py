@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from powercontext.memory.ports import CommitRequest, VectorQuery
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus as data
@@ -82,7 +84,9 @@ async def build(path: Path, corpus: data.Corpus) -> None:
         head = None
         for offset in range(0, len(corpus.texts), 20_000):
             count = min(20_000, len(corpus.texts) - offset)
-            result = await store.commit(SCOPE, head, [_change(offset + i) for i in range(count)])
+            result = await store.commit(
+                CommitRequest(SCOPE, head, [_change(offset + i) for i in range(count)])
+            )
             head = result.revision
             pairs = list(zip(result.keys, corpus.vectors[offset : offset + count], strict=True))
             await store.put_vectors(SCOPE, PROFILE, pairs)
@@ -96,12 +100,16 @@ async def measure(path: Path, options: IndexOptions, corpus: data.Corpus) -> dic
         head = await store.head(SCOPE)
         assert head is not None
         started = time.perf_counter()
-        await store.vector_candidates(SCOPE, head, PROFILE, corpus.query_vectors[0], limit=40)
+        await store.vector_candidates(
+            VectorQuery(SCOPE, head, PROFILE, corpus.query_vectors[0], limit=40)
+        )
         cold_ms = (time.perf_counter() - started) * 1000
         samples, correct, lost = [], 0, 0
         for query in corpus.query_vectors:
             started = time.perf_counter()
-            found = await store.vector_candidates(SCOPE, head, PROFILE, query, limit=40)
+            found = await store.vector_candidates(
+                VectorQuery(SCOPE, head, PROFILE, query, limit=40)
+            )
             samples.append((time.perf_counter() - started) * 1000)
             truth = data.exact_top(corpus.vectors, query, 30)
             threshold = float(corpus.vectors[truth[-1]] @ query) - 1e-5

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from powercontext.memory.ports import FtsCandidate, MemoryStore
+from powercontext.memory.ports import CommitRequest, FtsCandidate, FtsQuery, MemoryStore
 from powercontext.memory.search.fields import FieldWeights
 from powercontext.storage.postgres import fulltext
 from powercontext.storage.sqlite import SqliteMemoryStore
@@ -62,7 +62,7 @@ async def _ranked(
 ) -> list[tuple[int, float]]:
     """(position in the corpus, score) best first: positions, since the keys differ."""
     found: list[FtsCandidate] = await store.fts_candidates(
-        "s", 3, terms, limit=limit, fields=fields
+        FtsQuery("s", 3, terms, limit=limit, fields=fields)
     )
     versions = await store.fetch_versions("s", [c.key for c in found])
     return [(int(versions[c.key].text.split("#")[1]), c.score) for c in found]
@@ -103,6 +103,6 @@ async def _write_positions(
     keys: list[int] = []
     for revision, batch in enumerate(batches):
         changes = [add(text, tokens=text.split(" #")[0]) for text in batch]
-        keys.extend((await store.commit("s", revision or None, changes)).keys)
+        keys.extend((await store.commit(CommitRequest("s", revision or None, changes))).keys)
     assert len(keys) == len(documents)
     await store.rewrite_index_tokens("s", [(keys[i], tokens) for i, tokens in rewrites.items()])

@@ -8,7 +8,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from powercontext.memory.errors import MemoryValidationError, RevisionConflictError
-from powercontext.memory.ports import MemoryStore, PlannedChange
+from powercontext.memory.ports import (
+    CommitRequest,
+    FtsQuery,
+    MemoryStore,
+    PlannedChange,
+    VersionPage,
+)
 
 from .builders import add, reactivate, retire, revise, version
 
@@ -19,7 +25,7 @@ async def test_empty_store_has_no_scopes_and_no_head(store: MemoryStore) -> None
     assert await store.latest_version("nobody", "e") is None
     assert await store.get_version("nobody", "v") is None
     assert await store.fetch_versions("nobody", [1, 2]) == {}
-    assert await store.list_versions("nobody", 1, after_key=None, limit=10) == []
+    assert await store.list_versions(VersionPage("nobody", 1, after_key=None, limit=10)) == []
     assert await store.changes("nobody", 0, limit=10) == []
 
 
@@ -28,7 +34,7 @@ async def test_first_commit_creates_revision_one_and_returns_keys_in_order(
 ) -> None:
     before = datetime.now(UTC) - timedelta(seconds=5)
     changes = [add(f"entry number {i}") for i in range(5)]
-    result = await store.commit("s", None, changes)
+    result = await store.commit(CommitRequest("s", None, changes))
     assert result.revision == 1
     assert await store.head("s") == 1
     assert await store.scope_ids() == ["s"]
@@ -50,34 +56,34 @@ async def test_first_commit_creates_revision_one_and_returns_keys_in_order(
 
 
 async def test_cas_accepts_the_current_head_and_rejects_a_stale_one(store: MemoryStore) -> None:
-    await store.commit("s", None, [add("one")])
-    second = await store.commit("s", 1, [add("two")])
+    await store.commit(CommitRequest("s", None, [add("one")]))
+    second = await store.commit(CommitRequest("s", 1, [add("two")]))
     assert second.revision == 2
     with pytest.raises(RevisionConflictError) as stale:
-        await store.commit("s", 1, [add("stale")])
+        await store.commit(CommitRequest("s", 1, [add("stale")]))
     assert stale.value.expected == 1 and stale.value.actual == 2
     with pytest.raises(RevisionConflictError):
-        await store.commit("s", None, [add("scope exists already")])
+        await store.commit(CommitRequest("s", None, [add("scope exists already")]))
     with pytest.raises(RevisionConflictError):
-        await store.commit("s", 7, [add("from the future")])
+        await store.commit(CommitRequest("s", 7, [add("from the future")]))
     with pytest.raises(RevisionConflictError):
-        await store.commit("fresh", 1, [add("scope has no revision")])
+        await store.commit(CommitRequest("fresh", 1, [add("scope has no revision")]))
     assert await store.head("s") == 2
     assert await store.head("fresh") is None
-    assert len(await store.list_versions("s", 2, after_key=None, limit=100)) == 2
+    assert len(await store.list_versions(VersionPage("s", 2, after_key=None, limit=100))) == 2
 
 
 async def test_keys_grow_across_commits_and_scopes(store: MemoryStore) -> None:
-    a = await store.commit("a", None, [add("a1"), add("a2")])
-    b = await store.commit("b", None, [add("b1")])
-    c = await store.commit("a", 1, [add("a3")])
+    a = await store.commit(CommitRequest("a", None, [add("a1"), add("a2")]))
+    b = await store.commit(CommitRequest("b", None, [add("b1")]))
+    c = await store.commit(CommitRequest("a", 1, [add("a3")]))
     assert max(a.keys) < min(b.keys) < min(c.keys)
     assert await store.scope_ids() == ["a", "b"]
 
 
 async def test_scopes_are_isolated(store: MemoryStore) -> None:
-    a = await store.commit("a", None, [add("shared words", entry_id="same-entry")])
-    b = await store.commit("b", None, [add("shared words", entry_id="same-entry")])
+    a = await store.commit(CommitRequest("a", None, [add("shared words", entry_id="same-entry")]))
+    b = await store.commit(CommitRequest("b", None, [add("shared words", entry_id="same-entry")]))
     assert await store.fetch_versions("b", a.keys) == {}
     assert set(await store.fetch_versions("b", [*a.keys, *b.keys])) == set(b.keys)
     latest_a = await store.latest_version("a", "same-entry")
@@ -86,73 +92,73 @@ async def test_scopes_are_isolated(store: MemoryStore) -> None:
 
 
 async def test_revise_retire_and_reactivate(store: MemoryStore) -> None:
-    first = await store.commit("s", None, [add("original text", entry_id="e")])
+    first = await store.commit(CommitRequest("s", None, [add("original text", entry_id="e")]))
     v1 = (await store.fetch_versions("s", first.keys))[first.keys[0]]
-    second = await store.commit("s", 1, [revise(v1, "revised text", reason="typo")])
+    second = await store.commit(CommitRequest("s", 1, [revise(v1, "revised text", reason="typo")]))
     v2 = await store.latest_version("s", "e")
     assert v2 is not None and v2.key == second.keys[0]
     assert v2.version == 2 and v2.text == "revised text" and v2.removed_revision is None
     old = await store.get_version("s", v1.entry_version_id)
     assert old is not None and old.removed_revision == 2 and old.text == "original text"
 
-    third = await store.commit("s", 2, [retire(v2, reason="obsolete")])
+    third = await store.commit(CommitRequest("s", 2, [retire(v2, reason="obsolete")]))
     assert third.keys == ()
     retired = await store.latest_version("s", "e")
     assert retired is not None and retired.key == v2.key and retired.removed_revision == 3
 
-    fourth = await store.commit("s", 3, [reactivate(retired)])
+    fourth = await store.commit(CommitRequest("s", 3, [reactivate(retired)]))
     v3 = await store.latest_version("s", "e")
     assert v3 is not None and v3.key == fourth.keys[0] and v3.version == 3
     assert v3.text == "revised text" and v3.removed_revision is None
 
 
 async def test_retiring_a_version_that_is_not_active_conflicts(store: MemoryStore) -> None:
-    first = await store.commit("s", None, [add("text", entry_id="e"), add("other")])
+    first = await store.commit(CommitRequest("s", None, [add("text", entry_id="e"), add("other")]))
     v1 = (await store.fetch_versions("s", first.keys))[first.keys[0]]
-    await store.commit("s", 1, [revise(v1, "newer")])
+    await store.commit(CommitRequest("s", 1, [revise(v1, "newer")]))
     for stale in (retire(v1), revise(v1, "fork of an old version")):
         with pytest.raises(RevisionConflictError):
-            await store.commit("s", 2, [stale])
+            await store.commit(CommitRequest("s", 2, [stale]))
     ghost = PlannedChange(op="retire", previous_entry_version_id="no-such-version")
     with pytest.raises(RevisionConflictError):
-        await store.commit("s", 2, [ghost])
+        await store.commit(CommitRequest("s", 2, [ghost]))
     assert await store.head("s") == 2
 
 
 async def test_a_conflict_writes_nothing(store: MemoryStore) -> None:
-    first = await store.commit("s", None, [add("kept", entry_id="e")])
+    first = await store.commit(CommitRequest("s", None, [add("kept", entry_id="e")]))
     v1 = (await store.fetch_versions("s", first.keys))[first.keys[0]]
-    await store.commit("s", 1, [retire(v1)])
+    await store.commit(CommitRequest("s", 1, [retire(v1)]))
     doomed = [add("must not appear"), add("nor this"), retire(v1)]
     with pytest.raises(RevisionConflictError):
-        await store.commit("s", 2, doomed)
+        await store.commit(CommitRequest("s", 2, doomed))
     assert await store.head("s") == 2
-    assert await store.list_versions("s", 2, after_key=None, limit=10) == []
+    assert await store.list_versions(VersionPage("s", 2, after_key=None, limit=10)) == []
     assert len(await store.changes("s", 0, limit=100)) == 2
-    assert await store.fts_candidates("s", 2, ["appear"], limit=10) == []
+    assert await store.fts_candidates(FtsQuery("s", 2, ["appear"], limit=10)) == []
     # The keys a failed commit would have used are not a gap the next commit trips over.
-    after = await store.commit("s", 2, [add("next")])
+    after = await store.commit(CommitRequest("s", 2, [add("next")]))
     assert after.revision == 3 and len(after.keys) == 1
 
 
 async def test_retiring_the_same_version_twice_in_one_commit_conflicts(
     store: MemoryStore,
 ) -> None:
-    first = await store.commit("s", None, [add("text")])
+    first = await store.commit(CommitRequest("s", None, [add("text")]))
     v1 = (await store.fetch_versions("s", first.keys))[first.keys[0]]
     with pytest.raises(RevisionConflictError):
-        await store.commit("s", 1, [retire(v1), retire(v1)])
+        await store.commit(CommitRequest("s", 1, [retire(v1), retire(v1)]))
     assert await store.head("s") == 1
 
 
 async def test_an_entry_has_at_most_one_active_version(store: MemoryStore) -> None:
-    await store.commit("s", None, [add("text", entry_id="e")])
+    await store.commit(CommitRequest("s", None, [add("text", entry_id="e")]))
     second_active = PlannedChange(op="add", new=version("again", entry_id="e", number=2))
     with pytest.raises(RevisionConflictError):
-        await store.commit("s", 1, [second_active])
+        await store.commit(CommitRequest("s", 1, [second_active]))
     duplicate_number = PlannedChange(op="add", new=version("dup", entry_id="e", number=1))
     with pytest.raises(RevisionConflictError):
-        await store.commit("s", 1, [duplicate_number])
+        await store.commit(CommitRequest("s", 1, [duplicate_number]))
     assert await store.head("s") == 1
 
 
@@ -177,17 +183,19 @@ async def test_an_entry_has_at_most_one_active_version(store: MemoryStore) -> No
 )
 async def test_malformed_plans_are_rejected(store: MemoryStore, change: PlannedChange) -> None:
     with pytest.raises(MemoryValidationError):
-        await store.commit("s", None, [change])
+        await store.commit(CommitRequest("s", None, [change]))
     assert await store.head("s") is None
 
 
 async def test_an_empty_commit_is_rejected(store: MemoryStore) -> None:
     with pytest.raises(MemoryValidationError):
-        await store.commit("s", None, [])
+        await store.commit(CommitRequest("s", None, []))
 
 
 async def test_revise_must_name_a_version_of_the_same_entry(store: MemoryStore) -> None:
-    first = await store.commit("s", None, [add("a", entry_id="a"), add("b", entry_id="b")])
+    first = await store.commit(
+        CommitRequest("s", None, [add("a", entry_id="a"), add("b", entry_id="b")])
+    )
     va = (await store.fetch_versions("s", first.keys))[first.keys[0]]
     crossed = PlannedChange(
         op="revise",
@@ -195,7 +203,7 @@ async def test_revise_must_name_a_version_of_the_same_entry(store: MemoryStore) 
         previous_entry_version_id=va.entry_version_id,
     )
     with pytest.raises(MemoryValidationError):
-        await store.commit("s", 1, [crossed])
+        await store.commit(CommitRequest("s", 1, [crossed]))
     assert await store.head("s") == 1
 
 
@@ -208,7 +216,9 @@ async def test_metadata_and_text_round_trip(store: MemoryStore) -> None:
         "unicode": "東京 😀",
     }
     text = "Café 東京 😀 with \"quotes\" and 'apostrophes' -- ; DROP TABLE x; \\ backslash"
-    result = await store.commit("s", None, [add(text, metadata=metadata, kind="decision")])
+    result = await store.commit(
+        CommitRequest("s", None, [add(text, metadata=metadata, kind="decision")])
+    )
     stored = (await store.fetch_versions("s", result.keys))[result.keys[0]]
     assert stored.text == text and stored.metadata == metadata and stored.kind == "decision"
 
@@ -216,12 +226,12 @@ async def test_metadata_and_text_round_trip(store: MemoryStore) -> None:
 async def test_a_batch_of_ten_thousand_changes_is_one_fast_revision(store: MemoryStore) -> None:
     changes = [add(f"batch entry {i} about topic{i % 97}") for i in range(10_000)]
     started = time.perf_counter()
-    result = await store.commit("big", None, changes)
+    result = await store.commit(CommitRequest("big", None, changes))
     elapsed = time.perf_counter() - started
     assert result.revision == 1 and len(result.keys) == 10_000
     assert len(set(result.keys)) == 10_000
-    page = await store.list_versions("big", 1, after_key=None, limit=20_000)
+    page = await store.list_versions(VersionPage("big", 1, after_key=None, limit=20_000))
     assert [v.key for v in page] == list(result.keys)
     assert elapsed < 10_000 / 3_000, f"{10_000 / elapsed:.0f} entries/s"
-    hits = await store.fts_candidates("big", 1, ["topic5"], limit=500)
+    hits = await store.fts_candidates(FtsQuery("big", 1, ["topic5"], limit=500))
     assert len(hits) == len([i for i in range(10_000) if i % 97 == 5])

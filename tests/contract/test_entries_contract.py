@@ -10,7 +10,7 @@ from powercontext.memory.models import (
     RetireMemoryRequest,
     ReviseMemoryRequest,
 )
-from powercontext.memory.ports import IdempotencyClaim, MemoryStore
+from powercontext.memory.ports import CommitRequest, IdempotencyClaim, MemoryStore
 from powercontext.memory.service import MemoryService
 
 from .builders import add, revise
@@ -19,9 +19,11 @@ SCOPE = "entries"
 
 
 async def test_entry_versions_lists_every_version_in_order(store: MemoryStore) -> None:
-    first = await store.commit("s", None, [add("one", entry_id="a"), add("x", entry_id="b")])
+    first = await store.commit(
+        CommitRequest("s", None, [add("one", entry_id="a"), add("x", entry_id="b")])
+    )
     a1 = (await store.fetch_versions("s", first.keys))[first.keys[0]]
-    await store.commit("s", 1, [revise(a1, "two")])
+    await store.commit(CommitRequest("s", 1, [revise(a1, "two")]))
     versions = await store.entry_versions("s", "a")
     assert [(v.version, v.text) for v in versions] == [(1, "one"), (2, "two")]
     assert await store.entry_versions("s", "missing") == []
@@ -30,14 +32,16 @@ async def test_entry_versions_lists_every_version_in_order(store: MemoryStore) -
 
 async def test_an_idempotency_key_is_recorded_with_its_commit(store: MemoryStore) -> None:
     claim = IdempotencyClaim(key="k1", body_hash="h")
-    result = await store.commit("s", None, [add("one"), add("two")], idempotency=claim)
+    result = await store.commit(
+        CommitRequest("s", None, [add("one"), add("two")], idempotency=claim)
+    )
     recorded = await store.idempotent_write("s", "k1")
     assert recorded is not None
     assert (recorded.body_hash, recorded.revision, recorded.keys) == ("h", 1, result.keys)
     assert await store.idempotent_write("other", "k1") is None
     # A second commit under the same key is refused and writes nothing.
     with pytest.raises(Exception):  # noqa: B017 - RevisionConflictError on both backends
-        await store.commit("s", 1, [add("three")], idempotency=claim)
+        await store.commit(CommitRequest("s", 1, [add("three")], idempotency=claim))
     assert await store.head("s") == 1
 
 

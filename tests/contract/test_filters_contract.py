@@ -11,7 +11,7 @@ import pytest
 from powercontext.inference.embeddings.hashing import HashingEmbedder
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import RememberMemoryRequest, SearchMemoryRequest
-from powercontext.memory.ports import MemoryStore
+from powercontext.memory.ports import FtsQuery, MemoryStore, VectorQuery, VersionPage
 from powercontext.memory.search.analyze import AnalyzerConfig, query_terms
 from powercontext.memory.service import MemoryService
 from powercontext.storage.sqlite import SqliteMemoryStore
@@ -107,19 +107,14 @@ async def test_store_channels_filter_before_their_top_k(store: MemoryStore) -> N
     await service.for_scope("s").remember_many([_entry(i) for i in range(N)])
     rare = MemoryFilter(kinds=("rare",))
     terms = query_terms("kettle", AnalyzerConfig())
-    fts = await store.fts_candidates("s", 1, terms, limit=3, where=rare)
+    fts = await store.fts_candidates(FtsQuery("s", 1, terms, limit=3, where=rare))
     assert len(fts) == 3
     query = np.ones(64, dtype=np.float32) / 8.0
     vector = await store.vector_candidates(
-        "s",
-        1,
-        service.embedder.profile.profile_id,
-        query,
-        limit=3,
-        where=rare,  # type: ignore[union-attr]
+        VectorQuery("s", 1, service.embedder.profile.profile_id, query, limit=3, where=rare)
     )
     assert len(vector) == 3
-    listed = await store.list_versions("s", 1, after_key=None, limit=10, where=rare)
+    listed = await store.list_versions(VersionPage("s", 1, after_key=None, limit=10, where=rare))
     assert [v.kind for v in listed] == ["rare"] * 3
 
 

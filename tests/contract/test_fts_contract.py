@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from powercontext.memory.ports import FtsCandidate, MemoryStore
+from powercontext.memory.ports import CommitRequest, FtsCandidate, FtsQuery, MemoryStore
 from powercontext.memory.search.analyze import index_tokens, query_terms
 
 from .builders import add, retire, revise
@@ -21,8 +21,8 @@ async def test_candidates_contain_a_term_best_first(store: MemoryStore) -> None:
         "durian only",
         "banana split",
     ]
-    result = await store.commit("s", None, [add(t) for t in texts])
-    found = await store.fts_candidates("s", 1, ["appl"], limit=10)
+    result = await store.commit(CommitRequest("s", None, [add(t) for t in texts]))
+    found = await store.fts_candidates(FtsQuery("s", 1, ["appl"], limit=10))
     assert set(_keys(found)) == {result.keys[0], result.keys[1]}
     assert _keys(found)[0] == result.keys[0]  # higher term frequency, shorter text
     scores = [c.score for c in found]
@@ -31,69 +31,77 @@ async def test_candidates_contain_a_term_best_first(store: MemoryStore) -> None:
 
 async def test_more_matching_terms_rank_higher(store: MemoryStore) -> None:
     texts = ["river stone", "river mountain", "lake mountain", "desert sand"]
-    result = await store.commit("s", None, [add(t) for t in texts])
-    found = await store.fts_candidates("s", 1, list(query_terms("river mountain")), limit=10)
+    result = await store.commit(CommitRequest("s", None, [add(t) for t in texts]))
+    found = await store.fts_candidates(
+        FtsQuery("s", 1, list(query_terms("river mountain")), limit=10)
+    )
     assert _keys(found)[0] == result.keys[1]
     assert set(_keys(found)) == set(result.keys[:3])
 
 
 async def test_candidates_carry_their_indexed_tokens(store: MemoryStore) -> None:
     text = "Meeting moved to Tuesday in Berlin with the design team"
-    result = await store.commit("s", None, [add(text)])
-    (candidate,) = await store.fts_candidates("s", 1, list(query_terms("berlin")), limit=5)
+    result = await store.commit(CommitRequest("s", None, [add(text)]))
+    (candidate,) = await store.fts_candidates(
+        FtsQuery("s", 1, list(query_terms("berlin")), limit=5)
+    )
     assert candidate.key == result.keys[0]
     assert candidate.tokens == frozenset(index_tokens(text).split())
 
 
 async def test_limit_bounds_the_candidates(store: MemoryStore) -> None:
-    await store.commit("s", None, [add(f"common word number {i}") for i in range(30)])
-    assert len(await store.fts_candidates("s", 1, ["common"], limit=7)) == 7
-    assert len(await store.fts_candidates("s", 1, ["common"], limit=100)) == 30
+    await store.commit(
+        CommitRequest("s", None, [add(f"common word number {i}") for i in range(30)])
+    )
+    assert len(await store.fts_candidates(FtsQuery("s", 1, ["common"], limit=7))) == 7
+    assert len(await store.fts_candidates(FtsQuery("s", 1, ["common"], limit=100))) == 30
 
 
 async def test_ties_at_the_limit_go_by_key(store: MemoryStore) -> None:
     # 200 equal scores around a better one: the limit keeps the smallest keys of the tie.
     texts = ["kayak"] * 120 + ["kayak kayak"] + ["kayak"] * 80
-    result = await store.commit("s", None, [add(t, tokens=t) for t in texts])
-    found = await store.fts_candidates("s", 1, ["kayak"], limit=5)
+    result = await store.commit(CommitRequest("s", None, [add(t, tokens=t) for t in texts]))
+    found = await store.fts_candidates(FtsQuery("s", 1, ["kayak"], limit=5))
     assert [c.key for c in found] == [result.keys[120], *result.keys[:4]]
 
 
 async def test_an_old_revision_excludes_later_and_includes_since_retired(
     store: MemoryStore,
 ) -> None:
-    r1 = await store.commit("s", None, [add("harbor lighthouse", entry_id="e")])
+    r1 = await store.commit(CommitRequest("s", None, [add("harbor lighthouse", entry_id="e")]))
     v1 = (await store.fetch_versions("s", r1.keys))[r1.keys[0]]
-    r2 = await store.commit("s", 1, [add("harbor ferry")])
-    r3 = await store.commit("s", 2, [revise(v1, "harbor crane")])
-    assert _keys(await store.fts_candidates("s", 1, ["harbor"], limit=10)) == [r1.keys[0]]
-    assert set(_keys(await store.fts_candidates("s", 2, ["harbor"], limit=10))) == {
+    r2 = await store.commit(CommitRequest("s", 1, [add("harbor ferry")]))
+    r3 = await store.commit(CommitRequest("s", 2, [revise(v1, "harbor crane")]))
+    assert _keys(await store.fts_candidates(FtsQuery("s", 1, ["harbor"], limit=10))) == [r1.keys[0]]
+    assert set(_keys(await store.fts_candidates(FtsQuery("s", 2, ["harbor"], limit=10)))) == {
         r1.keys[0],
         r2.keys[0],
     }
-    at3 = await store.fts_candidates("s", 3, ["harbor"], limit=10)
+    at3 = await store.fts_candidates(FtsQuery("s", 3, ["harbor"], limit=10))
     assert set(_keys(at3)) == {r2.keys[0], r3.keys[0]}
-    assert await store.fts_candidates("s", 3, ["lighthous"], limit=10) == []
-    assert _keys(await store.fts_candidates("s", 2, ["lighthous"], limit=10)) == [r1.keys[0]]
+    assert await store.fts_candidates(FtsQuery("s", 3, ["lighthous"], limit=10)) == []
+    assert _keys(await store.fts_candidates(FtsQuery("s", 2, ["lighthous"], limit=10))) == [
+        r1.keys[0]
+    ]
     v2 = await store.latest_version("s", "e")
     assert v2 is not None
-    await store.commit("s", 3, [retire(v2)])
-    assert await store.fts_candidates("s", 4, ["crane"], limit=10) == []
-    assert _keys(await store.fts_candidates("s", 3, ["crane"], limit=10)) == [r3.keys[0]]
+    await store.commit(CommitRequest("s", 3, [retire(v2)]))
+    assert await store.fts_candidates(FtsQuery("s", 4, ["crane"], limit=10)) == []
+    assert _keys(await store.fts_candidates(FtsQuery("s", 3, ["crane"], limit=10))) == [r3.keys[0]]
 
 
 async def test_other_scopes_never_leak_in(store: MemoryStore) -> None:
-    a = await store.commit("a", None, [add("secret plan alpha")])
-    await store.commit("b", None, [add("secret plan beta"), add("another secret")])
-    assert _keys(await store.fts_candidates("a", 1, ["secret"], limit=10)) == list(a.keys)
-    assert len(await store.fts_candidates("b", 1, ["secret"], limit=10)) == 2
-    assert await store.fts_candidates("nobody", 1, ["secret"], limit=10) == []
+    a = await store.commit(CommitRequest("a", None, [add("secret plan alpha")]))
+    await store.commit(CommitRequest("b", None, [add("secret plan beta"), add("another secret")]))
+    assert _keys(await store.fts_candidates(FtsQuery("a", 1, ["secret"], limit=10))) == list(a.keys)
+    assert len(await store.fts_candidates(FtsQuery("b", 1, ["secret"], limit=10))) == 2
+    assert await store.fts_candidates(FtsQuery("nobody", 1, ["secret"], limit=10)) == []
 
 
 async def test_no_terms_means_no_candidates(store: MemoryStore) -> None:
-    await store.commit("s", None, [add("anything at all")])
-    assert await store.fts_candidates("s", 1, [], limit=10) == []
-    assert await store.fts_candidates("s", 1, [""], limit=10) == []
+    await store.commit(CommitRequest("s", None, [add("anything at all")]))
+    assert await store.fts_candidates(FtsQuery("s", 1, [], limit=10)) == []
+    assert await store.fts_candidates(FtsQuery("s", 1, [""], limit=10)) == []
 
 
 @pytest.mark.parametrize(
@@ -129,17 +137,17 @@ async def test_no_terms_means_no_candidates(store: MemoryStore) -> None:
 )
 async def test_fts_syntax_in_terms_is_only_ever_text(store: MemoryStore, term: str) -> None:
     texts = ["apple pie recipe", "near the or gate and not here", "unrelated words"]
-    result = await store.commit("s", None, [add(t) for t in texts])
-    found = await store.fts_candidates("s", 1, [term, "appl"], limit=10)
+    result = await store.commit(CommitRequest("s", None, [add(t) for t in texts]))
+    found = await store.fts_candidates(FtsQuery("s", 1, [term, "appl"], limit=10))
     assert result.keys[0] in _keys(found)
     assert set(_keys(found)) <= set(result.keys)
-    alone = await store.fts_candidates("s", 1, [term], limit=10)
+    alone = await store.fts_candidates(FtsQuery("s", 1, [term], limit=10))
     assert set(_keys(alone)) <= set(result.keys)
 
 
 async def test_operator_words_are_matched_as_plain_terms(store: MemoryStore) -> None:
-    result = await store.commit("s", None, [add("near the or gate"), add("apple")])
-    found = await store.fts_candidates("s", 1, ["near", "or"], limit=10)
+    result = await store.commit(CommitRequest("s", None, [add("near the or gate"), add("apple")]))
+    found = await store.fts_candidates(FtsQuery("s", 1, ["near", "or"], limit=10))
     assert _keys(found) == [result.keys[0]]
 
 
@@ -153,12 +161,12 @@ async def test_operator_words_are_matched_as_plain_terms(store: MemoryStore) -> 
     ],
 )
 async def test_cjk_and_accented_tokens_match(store: MemoryStore, text: str, query: str) -> None:
-    result = await store.commit("s", None, [add(text), add("plain english words")])
-    found = await store.fts_candidates("s", 1, list(query_terms(query)), limit=10)
+    result = await store.commit(CommitRequest("s", None, [add(text), add("plain english words")]))
+    found = await store.fts_candidates(FtsQuery("s", 1, list(query_terms(query)), limit=10))
     assert _keys(found) == [result.keys[0]]
     assert set(query_terms(query)) <= found[0].tokens
 
 
 async def test_revisions_outside_the_scope_history_have_no_candidates(store: MemoryStore) -> None:
-    await store.commit("s", None, [add("word")])
-    assert await store.fts_candidates("s", 0, ["word"], limit=10) == []
+    await store.commit(CommitRequest("s", None, [add("word")]))
+    assert await store.fts_candidates(FtsQuery("s", 0, ["word"], limit=10)) == []

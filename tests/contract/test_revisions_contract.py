@@ -2,27 +2,29 @@
 
 from __future__ import annotations
 
-from powercontext.memory.ports import MemoryStore, StoredVersion
+from powercontext.memory.ports import CommitRequest, MemoryStore, StoredVersion, VersionPage
 
 from .builders import add, reactivate, retire, revise
 
 
 async def _active(store: MemoryStore, scope: str, revision: int) -> list[StoredVersion]:
-    return await store.list_versions(scope, revision, after_key=None, limit=1000)
+    return await store.list_versions(VersionPage(scope, revision, after_key=None, limit=1000))
 
 
 async def test_list_versions_at_old_revisions_shows_their_active_sets(store: MemoryStore) -> None:
-    r1 = await store.commit("s", None, [add("a", entry_id="a"), add("b", entry_id="b")])
+    r1 = await store.commit(
+        CommitRequest("s", None, [add("a", entry_id="a"), add("b", entry_id="b")])
+    )
     fetched = await store.fetch_versions("s", r1.keys)
     va, vb = fetched[r1.keys[0]], fetched[r1.keys[1]]
-    r2 = await store.commit("s", 1, [revise(va, "a two"), add("c", entry_id="c")])
-    await store.commit("s", 2, [retire(vb)])
+    r2 = await store.commit(CommitRequest("s", 1, [revise(va, "a two"), add("c", entry_id="c")]))
+    await store.commit(CommitRequest("s", 2, [retire(vb)]))
     a2 = await store.latest_version("s", "a")
     assert a2 is not None
-    await store.commit("s", 3, [retire(a2)])
+    await store.commit(CommitRequest("s", 3, [retire(a2)]))
     retired_a = await store.latest_version("s", "a")
     assert retired_a is not None
-    await store.commit("s", 4, [reactivate(retired_a)])
+    await store.commit(CommitRequest("s", 4, [reactivate(retired_a)]))
 
     def texts(versions: list[StoredVersion]) -> list[str]:
         return [f"{v.entry_id}:{v.version}" for v in versions]
@@ -38,40 +40,40 @@ async def test_list_versions_at_old_revisions_shows_their_active_sets(store: Mem
 
 
 async def test_list_versions_pages_by_key(store: MemoryStore) -> None:
-    result = await store.commit("s", None, [add(f"entry {i}") for i in range(25)])
+    result = await store.commit(CommitRequest("s", None, [add(f"entry {i}") for i in range(25)]))
     seen: list[int] = []
     after: int | None = None
     while True:
-        page = await store.list_versions("s", 1, after_key=after, limit=10)
+        page = await store.list_versions(VersionPage("s", 1, after_key=after, limit=10))
         if not page:
             break
         assert len(page) <= 10
         seen.extend(v.key for v in page)
         after = page[-1].key
     assert seen == list(result.keys)
-    assert await store.list_versions("s", 1, after_key=result.keys[-1], limit=10) == []
+    assert await store.list_versions(VersionPage("s", 1, after_key=result.keys[-1], limit=10)) == []
 
 
 async def test_list_versions_pages_skip_retired_versions(store: MemoryStore) -> None:
-    result = await store.commit("s", None, [add(f"entry {i}") for i in range(6)])
+    result = await store.commit(CommitRequest("s", None, [add(f"entry {i}") for i in range(6)]))
     versions = await store.fetch_versions("s", result.keys)
-    await store.commit("s", 1, [retire(versions[k]) for k in result.keys[1:5]])
-    page = await store.list_versions("s", 2, after_key=None, limit=1)
+    await store.commit(CommitRequest("s", 1, [retire(versions[k]) for k in result.keys[1:5]]))
+    page = await store.list_versions(VersionPage("s", 2, after_key=None, limit=1))
     assert [v.key for v in page] == [result.keys[0]]
-    page = await store.list_versions("s", 2, after_key=page[-1].key, limit=1)
+    page = await store.list_versions(VersionPage("s", 2, after_key=page[-1].key, limit=1))
     assert [v.key for v in page] == [result.keys[5]]
 
 
 async def test_changes_record_every_op_in_order(store: MemoryStore) -> None:
-    r1 = await store.commit("s", None, [add("a", entry_id="a", reason="learned")])
+    r1 = await store.commit(CommitRequest("s", None, [add("a", entry_id="a", reason="learned")]))
     va = (await store.fetch_versions("s", r1.keys))[r1.keys[0]]
-    await store.commit("s", 1, [revise(va, "a two", reason="fix")])
+    await store.commit(CommitRequest("s", 1, [revise(va, "a two", reason="fix")]))
     a2 = await store.latest_version("s", "a")
     assert a2 is not None
-    await store.commit("s", 2, [retire(a2, reason="gone")])
+    await store.commit(CommitRequest("s", 2, [retire(a2, reason="gone")]))
     retired = await store.latest_version("s", "a")
     assert retired is not None
-    r4 = await store.commit("s", 3, [reactivate(retired)])
+    r4 = await store.commit(CommitRequest("s", 3, [reactivate(retired)]))
     a3 = await store.latest_version("s", "a")
     assert a3 is not None
 
@@ -99,16 +101,20 @@ async def test_changes_record_every_op_in_order(store: MemoryStore) -> None:
 
 async def test_changes_keep_the_order_of_the_plan(store: MemoryStore) -> None:
     plan = [add(f"entry {i}", entry_id=f"e{i}") for i in range(7)]
-    await store.commit("s", None, plan)
+    await store.commit(CommitRequest("s", None, plan))
     changes = await store.changes("s", 0, limit=100)
     assert [c.entry_id for c in changes] == [f"e{i}" for i in range(7)]
 
 
 async def test_changes_pages_never_split_a_revision(store: MemoryStore) -> None:
-    await store.commit("s", None, [add("one")])  # revision 1: 1 change
-    await store.commit("s", 1, [add(f"two {i}") for i in range(3)])  # revision 2: 3 changes
-    await store.commit("s", 2, [add(f"three {i}") for i in range(5)])  # revision 3: 5 changes
-    await store.commit("s", 3, [add("four")])  # revision 4: 1 change
+    await store.commit(CommitRequest("s", None, [add("one")]))  # revision 1: 1 change
+    await store.commit(
+        CommitRequest("s", 1, [add(f"two {i}") for i in range(3)])
+    )  # revision 2: 3 changes
+    await store.commit(
+        CommitRequest("s", 2, [add(f"three {i}") for i in range(5)])
+    )  # revision 3: 5 changes
+    await store.commit(CommitRequest("s", 3, [add("four")]))  # revision 4: 1 change
 
     page = await store.changes("s", 0, limit=3)
     assert [c.revision for c in page] == [1]  # revision 2 would not fit whole
@@ -128,7 +134,7 @@ async def test_changes_pages_never_split_a_revision(store: MemoryStore) -> None:
 
 
 async def test_changes_of_scopes_are_separate(store: MemoryStore) -> None:
-    await store.commit("a", None, [add("in a")])
-    await store.commit("b", None, [add("in b"), add("also b")])
+    await store.commit(CommitRequest("a", None, [add("in a")]))
+    await store.commit(CommitRequest("b", None, [add("in b"), add("also b")]))
     assert len(await store.changes("a", 0, limit=10)) == 1
     assert len(await store.changes("b", 0, limit=10)) == 2

@@ -17,7 +17,7 @@ import pytest
 
 from powercontext.memory.errors import RevisionConflictError
 from powercontext.memory.models import RememberMemoryRequest
-from powercontext.memory.ports import NewVersion, PlannedChange
+from powercontext.memory.ports import CommitRequest, NewVersion, PlannedChange
 from tests import pg_server
 
 pytestmark = pytest.mark.postgres
@@ -56,7 +56,9 @@ async def _rounds(url: str, writer: str, barrier: Any, results: Any) -> None:
         for step in range(ROUNDS):
             await asyncio.to_thread(barrier.wait, TIMEOUT)
             try:
-                done = await store.commit("rounds", step or None, [_add(writer, step)])
+                done = await store.commit(
+                    CommitRequest("rounds", step or None, [_add(writer, step)])
+                )
                 results.put((step, writer, "won", done.revision))
             except RevisionConflictError as exc:
                 results.put((step, writer, "lost", exc.actual))
@@ -73,7 +75,7 @@ async def _free(url: str, writer: str, barrier: Any, results: Any) -> None:
         for attempt in range(ATTEMPTS):
             head = await store.head("free")
             try:
-                done = await store.commit("free", head, [_add(writer, attempt)])
+                done = await store.commit(CommitRequest("free", head, [_add(writer, attempt)]))
                 results.put((attempt, writer, "won", done.revision))
             except RevisionConflictError:
                 results.put((attempt, writer, "lost", None))
@@ -91,7 +93,7 @@ async def _retire_same(url: str, writer: str, barrier: Any, results: Any) -> Non
         for _ in range(5):  # a lost head race is retried; a lost entry race is final
             head = await store.head("retire")
             try:
-                done = await store.commit("retire", head, [change])
+                done = await store.commit(CommitRequest("retire", head, [change]))
                 results.put((0, writer, "won", done.revision))
                 return
             except RevisionConflictError as exc:
@@ -199,7 +201,7 @@ async def test_free_racing_loses_no_revision_and_hands_none_out_twice(url: str) 
 async def test_only_one_process_retires_an_entry(url: str) -> None:
     store = await _open(url)
     try:
-        await store.commit("retire", None, [_add("seed", 0)])
+        await store.commit(CommitRequest("retire", None, [_add("seed", 0)]))
         target = PlannedChange(
             op="add",
             new=NewVersion(
@@ -212,7 +214,7 @@ async def test_only_one_process_retires_an_entry(url: str) -> None:
                 index_tokens="retir me",
             ),
         )
-        await store.commit("retire", 1, [target])
+        await store.commit(CommitRequest("retire", 1, [target]))
     finally:
         await store.close()
     outcomes = await asyncio.to_thread(_race, "retire", url, 2)

@@ -8,6 +8,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from powercontext.memory.ports import CommitRequest, ErasureRequest
 from powercontext.storage.postgres import PostgresMemoryStore
 from tests import pg_server
 from tests.contract.builders import add
@@ -24,14 +25,16 @@ async def test_statistics_follow_the_erasure(url: str) -> None:
     store = await PostgresMemoryStore.open(url)
     try:
         await store.commit(
-            "s",
-            None,
-            [
-                add("a", entry_id="gone", tokens="zebracorn lake _sun"),
-                add("b", entry_id="kept", tokens="lake tent"),
-            ],
+            CommitRequest(
+                "s",
+                None,
+                [
+                    add("a", entry_id="gone", tokens="zebracorn lake _sun"),
+                    add("b", entry_id="kept", tokens="lake tent"),
+                ],
+            )
         )
-        result = await store.erase("s", 1, ["gone"], actor="key:abc", reason=None)
+        result = await store.erase(ErasureRequest("s", 1, ["gone"], actor="key:abc", reason=None))
         assert result.revision == 2 and [v.entry_id for v in result.erased] == ["gone"]
     finally:
         await store.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from powercontext.memory.ports import CommitRequest, FtsQuery
 from powercontext.memory.search import bm25
 from powercontext.storage.postgres import PostgresMemoryStore, fulltext
 from tests import pg_server
@@ -62,9 +63,11 @@ async def store(tmp_path: Path) -> AsyncIterator[PostgresMemoryStore]:
 
 async def test_a_rare_term_outranks_many_common_ones(store: PostgresMemoryStore) -> None:
     filler = [add(f"what did the team say about item {i}") for i in range(40)]
-    result = await store.commit("s", None, [*filler, add("the lighthouse keeper retired")])
+    result = await store.commit(
+        CommitRequest("s", None, [*filler, add("the lighthouse keeper retired")])
+    )
     terms = ["what", "did", "the", "team", "lighthous"]
-    found = await store.fts_candidates("s", 1, terms, limit=5)
+    found = await store.fts_candidates(FtsQuery("s", 1, terms, limit=5))
     assert found[0].key == result.keys[-1]
 
 
@@ -101,14 +104,14 @@ async def test_both_passes_give_the_exact_top_of_the_ranking(
     weights = [1 / (rank + 1) for rank in range(len(vocabulary))]  # Zipf-like
     texts = [" ".join(rng.choices(vocabulary, weights, k=rng.randint(2, 9))) for _ in range(300)]
     changes = [add(text, tokens=text) for text in texts]
-    result = await store.commit("z", None, changes)
+    result = await store.commit(CommitRequest("z", None, changes))
     documents = {key: text.split() for key, text in zip(result.keys, texts, strict=True)}
     versions = await store.fetch_versions("z", result.keys[:60])
-    await store.commit("z", 1, [retire(versions[key]) for key in result.keys[:60]])
+    await store.commit(CommitRequest("z", 1, [retire(versions[key]) for key in result.keys[:60]]))
     active = set(result.keys[60:])
     for trial in range(25):
         terms = rng.sample(vocabulary, rng.randint(1, 5))
         limit = rng.choice([3, 10, 40])
-        found = await store.fts_candidates("z", 2, terms, limit=limit)
+        found = await store.fts_candidates(FtsQuery("z", 2, terms, limit=limit))
         expected = _oracle(documents, active, terms, limit)
         assert [c.key for c in found] == expected, (trial, terms, limit)

@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from powercontext.memory.errors import ConfigurationError, StorageError
+from powercontext.memory.ports import CommitRequest, FtsQuery, VectorQuery
 from powercontext.storage import open_store
 from powercontext.storage.postgres import (
     SCHEMA_VERSION,
@@ -108,7 +109,9 @@ async def test_large_revisions_walk_the_hnsw_graph_and_stay_filtered(
     store: PostgresMemoryStore,
 ) -> None:
     count, dimension = vectors.EXACT_SCAN_UP_TO + 1000, 16
-    result = await store.commit("big", None, [add(f"entry {i}") for i in range(count)])
+    result = await store.commit(
+        CommitRequest("big", None, [add(f"entry {i}") for i in range(count)])
+    )
     matrix = random_units(count, dimension, seed=11)
     for start in range(0, count, 1000):
         batch = range(start, min(start + 1000, count))
@@ -116,31 +119,33 @@ async def test_large_revisions_walk_the_hnsw_graph_and_stay_filtered(
     query = random_units(1, dimension, seed=12)[0]
     assert vectors.index_name("p") in await _plan(store, query, 1)
 
-    approximate = await store.vector_candidates("big", 1, "p", query, limit=30)
-    exact = await store.vector_candidates("big", 1, "p", query, limit=100, exact=True)
+    approximate = await store.vector_candidates(VectorQuery("big", 1, "p", query, limit=30))
+    exact = await store.vector_candidates(VectorQuery("big", 1, "p", query, limit=100), exact=True)
     assert [c.key for c in exact] == [result.keys[i] for i in np.argsort(-(matrix @ query))[:100]]
     recall = len({c.key for c in approximate} & {c.key for c in exact[:30]}) / 30
     assert recall >= 0.8, recall
 
     # Another scope's vectors right next to the query, and the 100 nearest versions of this
     # scope retired: the graph's nearest 600 tuples all fail the filters, yet the walk goes on.
-    noise = await store.commit("noise", None, [add(f"other {i}") for i in range(500)])
+    noise = await store.commit(
+        CommitRequest("noise", None, [add(f"other {i}") for i in range(500)])
+    )
     near = query + 0.05 * random_units(500, dimension, seed=13)
     await store.put_vectors("noise", "p", list(zip(noise.keys, near, strict=True)))
     versions = await store.fetch_versions("big", [c.key for c in exact])
-    await store.commit("big", 1, [retire(versions[c.key]) for c in exact])
+    await store.commit(CommitRequest("big", 1, [retire(versions[c.key]) for c in exact]))
     retired = {c.key for c in exact}
     unit = query / np.linalg.norm(query)
     async with store._connection("walking the graph alone") as conn:  # no exact fallback
         walked = await store._search(conn, "p", dimension, (unit, "big", 2, 2, 30), 30, False)
     assert len(walked) == 30 and not {key for key, _ in walked} & retired
-    found = await store.vector_candidates("big", 2, "p", query, limit=30)
+    found = await store.vector_candidates(VectorQuery("big", 2, "p", query, limit=30))
     assert len(found) == 30 and not {c.key for c in found} & retired
     assert {c.key for c in found} <= set(result.keys)
     similarities = [c.similarity for c in found]
     assert similarities == sorted(similarities, reverse=True)
     # The old revision is still searchable as it was.
-    again = await store.vector_candidates("big", 1, "p", query, limit=30)
+    again = await store.vector_candidates(VectorQuery("big", 1, "p", query, limit=30))
     assert [c.key for c in again] == [c.key for c in approximate]
 
 
@@ -148,7 +153,7 @@ async def test_two_stores_create_a_new_profiles_index_once(url: str) -> None:
     first = await PostgresMemoryStore.open(url)
     second = await PostgresMemoryStore.open(url)
     try:
-        result = await first.commit("s", None, [add(f"e{i}") for i in range(4)])
+        result = await first.commit(CommitRequest("s", None, [add(f"e{i}") for i in range(4)]))
         items = list(zip(result.keys, random_units(4, 8, seed=1), strict=True))
         await asyncio.gather(
             first.put_vectors("s", "fresh", items[:2]), second.put_vectors("s", "fresh", items[2:])
@@ -188,10 +193,14 @@ async def test_the_bm25_migration_backfills_lengths_and_rebuild_makes_counts_exa
     store = await PostgresMemoryStore.open(url)
     try:
         # the shorter entry first, as BM25 ranks one occurrence each
-        assert [c.key for c in await store.fts_candidates("s", 1, ["kayak"], limit=5)] == [2, 1]
+        assert [
+            c.key for c in await store.fts_candidates(FtsQuery("s", 1, ["kayak"], limit=5))
+        ] == [2, 1]
         # what `reindex --rebuild` does: the rewritten tokens carry their repeats again
         await store.rewrite_index_tokens("s", [(1, "kayak kayak kayak lake _sun")])
-        assert [c.key for c in await store.fts_candidates("s", 1, ["kayak"], limit=5)] == [1, 2]
+        assert [
+            c.key for c in await store.fts_candidates(FtsQuery("s", 1, ["kayak"], limit=5))
+        ] == [1, 2]
     finally:
         await store.close()
     async with await psycopg.AsyncConnection.connect(url) as conn:
@@ -205,13 +214,17 @@ async def test_length_totals_follow_commits_retirements_and_rewrites(url: str) -
     store = await PostgresMemoryStore.open(url)
     try:
         first = await store.commit(
-            "s", None, [add("a", tokens="kayak kayak lake _sun"), add("b", tokens="tent @ann _x")]
+            CommitRequest(
+                "s",
+                None,
+                [add("a", tokens="kayak kayak lake _sun"), add("b", tokens="tent @ann _x")],
+            )
         )
         rows = await store.fetch_versions("s", first.keys)
         await store.commit(
-            "s",
-            1,
-            [retire(rows[first.keys[0]]), revise(rows[first.keys[1]], "b2"), add("c")],
+            CommitRequest(
+                "s", 1, [retire(rows[first.keys[0]]), revise(rows[first.keys[1]], "b2"), add("c")]
+            )
         )
         await store.rewrite_index_tokens("s", [(first.keys[0], "kayak _a _b _c")])  # retired
     finally:

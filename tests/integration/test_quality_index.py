@@ -11,6 +11,7 @@ import pytest
 
 from powercontext import open_runtime
 from powercontext.memory import RememberMemoryRequest, ReviseMemoryRequest, SearchMemoryRequest
+from powercontext.memory.ports import VectorQuery
 from powercontext.memory.scoped import ScopedMemory
 from powercontext.testing import FakeEmbedder
 from tests.integration.conftest import sqlite_settings
@@ -89,7 +90,9 @@ async def _similarities(rt: object, scope: str, query: str) -> list[tuple[str, f
     head = await store.head(scope)
     vector = np.asarray(await embedder.embed_query(query), dtype=np.float32)
     vector /= np.linalg.norm(vector)
-    found = await store.vector_candidates(scope, head, embedder.profile.profile_id, vector, limit=9)
+    found = await store.vector_candidates(
+        VectorQuery(scope, head, embedder.profile.profile_id, vector, limit=9)
+    )
     texts = await store.fetch_versions(scope, [c.key for c in found])
     return sorted((texts[c.key].text, round(c.similarity, 5)) for c in found)
 

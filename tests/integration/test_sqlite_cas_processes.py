@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from powercontext.memory.errors import RevisionConflictError
-from powercontext.memory.ports import NewVersion, PlannedChange
+from powercontext.memory.ports import CommitRequest, NewVersion, PlannedChange
 from powercontext.storage.sqlite import SqliteMemoryStore
 
 ROUNDS = 15
@@ -40,7 +40,9 @@ async def _lockstep(path: str, writer: str, barrier: Any, results: Any) -> None:
             # Both processes hold the same expected head before either commits.
             await asyncio.to_thread(barrier.wait, TIMEOUT)
             try:
-                result = await store.commit("race", step or None, [_change(writer, step)])
+                result = await store.commit(
+                    CommitRequest("race", step or None, [_change(writer, step)])
+                )
                 results.put((step, writer, "won", result.revision))
             except RevisionConflictError as exc:
                 results.put((step, writer, "lost", exc.actual))
@@ -60,7 +62,7 @@ async def _free_for_all(path: str, writer: str, barrier: Any, results: Any) -> N
         for attempt in range(ATTEMPTS):
             head = await store.head("free")
             try:
-                result = await store.commit("free", head, [_change(writer, attempt)])
+                result = await store.commit(CommitRequest("free", head, [_change(writer, attempt)]))
                 results.put((attempt, writer, "won", result.revision))
             except RevisionConflictError:
                 results.put((attempt, writer, "lost", None))

@@ -12,7 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from powercontext.memory.ports import NewVersion, PlannedChange
+from powercontext.memory.ports import (
+    CommitRequest,
+    FtsQuery,
+    NewVersion,
+    PlannedChange,
+    VectorQuery,
+)
 from powercontext.memory.search.analyze import index_tokens, query_terms
 from powercontext.storage.sqlite import SqliteMemoryStore
 
@@ -54,7 +60,7 @@ async def test_ten_thousand_entries(tmp_path: Path) -> None:
     try:
         changes = _adds(_zipf_texts(ENTRIES, 14, seed=0))
         started = time.perf_counter()
-        result = await store.commit("s", None, changes)
+        result = await store.commit(CommitRequest("s", None, changes))
         commit_rate = ENTRIES / (time.perf_counter() - started)
 
         rng = np.random.default_rng(1)
@@ -72,7 +78,7 @@ async def test_ten_thousand_entries(tmp_path: Path) -> None:
         vector_ms = []
         for query in rng.standard_normal((QUERIES, DIMENSION)).astype(np.float32):
             started = time.perf_counter()
-            found = await store.vector_candidates("s", 1, "p", query, limit=128)
+            found = await store.vector_candidates(VectorQuery("s", 1, "p", query, limit=128))
             vector_ms.append(time.perf_counter() - started)
             assert len(found) == 128
 
@@ -80,7 +86,7 @@ async def test_ten_thousand_entries(tmp_path: Path) -> None:
         for text in _zipf_texts(QUERIES, 5, seed=2):
             terms = query_terms(text)
             started = time.perf_counter()
-            await store.fts_candidates("s", 1, terms, limit=128)
+            await store.fts_candidates(FtsQuery("s", 1, terms, limit=128))
             fts_ms.append(time.perf_counter() - started)
 
         print(

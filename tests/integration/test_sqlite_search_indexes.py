@@ -16,7 +16,16 @@ import numpy.typing as npt
 import pytest
 
 from powercontext.inference.embeddings.hashing import HashingEmbedder
-from powercontext.memory.ports import NewVersion, PlannedChange, StoredVersion, VectorCandidate
+from powercontext.memory.ports import (
+    CommitRequest,
+    FtsQuery,
+    NewVersion,
+    PlannedChange,
+    StoredVersion,
+    VectorCandidate,
+    VectorQuery,
+    VersionPage,
+)
 from powercontext.memory.search.analyze import index_tokens
 from powercontext.storage.sqlite import IndexOptions, SqliteMemoryStore
 
@@ -71,23 +80,36 @@ async def test_memory_bm25_returns_what_fts5_matches(tmp_path: Path) -> None:
     sql = await SqliteMemoryStore.open(path, index=IndexOptions(fulltext="fts5"))
     try:
         texts = _texts(400, seed=3)
-        result = await memory.commit("s", None, [_add(i, t) for i, t in enumerate(texts)])
+        result = await memory.commit(
+            CommitRequest("s", None, [_add(i, t) for i, t in enumerate(texts)])
+        )
         await memory.commit(
-            "s",
-            1,
-            [_retire(v) for v in (await memory.list_versions("s", 1, after_key=None, limit=50))],
+            CommitRequest(
+                "s",
+                1,
+                [
+                    _retire(v)
+                    for v in (
+                        await memory.list_versions(VersionPage("s", 1, after_key=None, limit=50))
+                    )
+                ],
+            )
         )
         for revision in (1, 2):
             for terms in (["golf"], ["alpha", "hotel"], ["india", "echo", "bravo"]):
-                ours = await memory.fts_candidates("s", revision, terms, limit=1000)
-                theirs = await sql.fts_candidates("s", revision, terms, limit=1000)
+                ours = await memory.fts_candidates(FtsQuery("s", revision, terms, limit=1000))
+                theirs = await sql.fts_candidates(FtsQuery("s", revision, terms, limit=1000))
                 assert {c.key for c in ours} == {c.key for c in theirs}
                 assert [c.score for c in ours] == sorted((c.score for c in ours), reverse=True)
                 for candidate in ours:
                     assert candidate.tokens & set(terms)
         retired = set(result.keys[:50])
-        assert not retired & {c.key for c in await memory.fts_candidates("s", 2, WORDS, limit=1000)}
-        assert retired <= {c.key for c in await memory.fts_candidates("s", 1, WORDS, limit=1000)}
+        assert not retired & {
+            c.key for c in await memory.fts_candidates(FtsQuery("s", 2, WORDS, limit=1000))
+        }
+        assert retired <= {
+            c.key for c in await memory.fts_candidates(FtsQuery("s", 1, WORDS, limit=1000))
+        }
     finally:
         await memory.close()
         await sql.close()
@@ -98,16 +120,16 @@ async def test_postings_pick_up_another_store_s_writes(tmp_path: Path) -> None:
     reader = await SqliteMemoryStore.open(path)
     writer = await SqliteMemoryStore.open(path)
     try:
-        first = await writer.commit("s", None, [_add(0, "quiet harbor")])
-        assert [c.key for c in await reader.fts_candidates("s", 1, ["harbor"], limit=5)] == list(
-            first.keys
-        )
-        second = await writer.commit("s", 1, [_add(1, "harbor harbor storm")])
+        first = await writer.commit(CommitRequest("s", None, [_add(0, "quiet harbor")]))
+        assert [
+            c.key for c in await reader.fts_candidates(FtsQuery("s", 1, ["harbor"], limit=5))
+        ] == list(first.keys)
+        second = await writer.commit(CommitRequest("s", 1, [_add(1, "harbor harbor storm")]))
         (version,) = (await writer.fetch_versions("s", first.keys)).values()
-        await writer.commit("s", 2, [_retire(version)])
-        at3 = await reader.fts_candidates("s", 3, ["harbor"], limit=5)
+        await writer.commit(CommitRequest("s", 2, [_retire(version)]))
+        at3 = await reader.fts_candidates(FtsQuery("s", 3, ["harbor"], limit=5))
         assert [c.key for c in at3] == list(second.keys)
-        at2 = await reader.fts_candidates("s", 2, ["harbor"], limit=5)
+        at2 = await reader.fts_candidates(FtsQuery("s", 2, ["harbor"], limit=5))
         assert [c.key for c in at2] == [second.keys[0], first.keys[0]]  # higher tf first
     finally:
         await reader.close()
@@ -116,7 +138,9 @@ async def test_postings_pick_up_another_store_s_writes(tmp_path: Path) -> None:
 
 async def _with_vectors(path: Path, count: int, options: IndexOptions) -> SqliteMemoryStore:
     store = await SqliteMemoryStore.open(path, index=options)
-    result = await store.commit("s", None, [_add(i, f"row {i}") for i in range(count)])
+    result = await store.commit(
+        CommitRequest("s", None, [_add(i, f"row {i}") for i in range(count)])
+    )
     await store.put_vectors("s", "p", list(zip(result.keys, _units(count, 5), strict=True)))
     return store
 
@@ -139,8 +163,8 @@ async def test_approximate_search_agrees_with_exact_search_and_honours_revisions
         queries = _units(20, 9)
         overlap = 0
         for query in queries:
-            approximate = await ann.vector_candidates("s", 1, "p", query, limit=30)
-            truth = await exact.vector_candidates("s", 1, "p", query, limit=30)
+            approximate = await ann.vector_candidates(VectorQuery("s", 1, "p", query, limit=30))
+            truth = await exact.vector_candidates(VectorQuery("s", 1, "p", query, limit=30))
             overlap += len({c.key for c in approximate} & {c.key for c in truth})
             sims = [c.similarity for c in approximate]
             assert sims == sorted(sims, reverse=True)
@@ -148,13 +172,13 @@ async def test_approximate_search_agrees_with_exact_search_and_honours_revisions
         assert _used(ann, method)  # the approximate path was really taken
 
         # Retire the best hits of the first query: the head never returns them, revision 1 may.
-        best = await exact.vector_candidates("s", 1, "p", queries[0], limit=40)
+        best = await exact.vector_candidates(VectorQuery("s", 1, "p", queries[0], limit=40))
         versions = await ann.fetch_versions("s", [c.key for c in best])
-        await ann.commit("s", 1, [_retire(v) for v in versions.values()])
+        await ann.commit(CommitRequest("s", 1, [_retire(v) for v in versions.values()]))
         gone = {c.key for c in best}
-        at_head = await ann.vector_candidates("s", 2, "p", queries[0], limit=30)
+        at_head = await ann.vector_candidates(VectorQuery("s", 2, "p", queries[0], limit=30))
         assert len(at_head) == 30 and not gone & {c.key for c in at_head}
-        at_one = await ann.vector_candidates("s", 1, "p", queries[0], limit=30)
+        at_one = await ann.vector_candidates(VectorQuery("s", 1, "p", queries[0], limit=30))
         assert len({c.key for c in at_one} & gone) >= 28
     finally:
         await ann.close()
@@ -170,23 +194,25 @@ async def test_approximate_search_sees_replaced_vectors_and_heavy_masking(
     store = await _with_vectors(path, 2000, options)
     try:
         target = _units(1, 42)[0]
-        assert (await store.vector_candidates("s", 1, "p", target, limit=1))[0].similarity < 0.9
+        assert (await store.vector_candidates(VectorQuery("s", 1, "p", target, limit=1)))[
+            0
+        ].similarity < 0.9
         await store.put_vectors("s", "p", [(1500, target)])
-        (top,) = await store.vector_candidates("s", 1, "p", target, limit=1)
+        (top,) = await store.vector_candidates(VectorQuery("s", 1, "p", target, limit=1))
         assert top.key == 1500 and top.similarity > 0.999
 
         # 100 inactive rows, over the overfetch limit of 8: a filtered walk.
-        first = await store.list_versions("s", 1, after_key=None, limit=100)
-        await store.commit("s", 1, [_retire(v) for v in first])
-        found = await store.vector_candidates("s", 2, "p", target, limit=50)
+        first = await store.list_versions(VersionPage("s", 1, after_key=None, limit=100))
+        await store.commit(CommitRequest("s", 1, [_retire(v) for v in first]))
+        found = await store.vector_candidates(VectorQuery("s", 2, "p", target, limit=50))
         assert found[0].key == 1500 and len(found) == 50
         assert not {v.key for v in first} & {c.key for c in found}
 
         # 1,200 of 2,000 rows retired: under half active, so the search is exact.
-        more = await store.list_versions("s", 2, after_key=100, limit=1100)
-        await store.commit("s", 2, [_retire(v) for v in more])
+        more = await store.list_versions(VersionPage("s", 2, after_key=100, limit=1100))
+        await store.commit(CommitRequest("s", 2, [_retire(v) for v in more]))
         retired = {v.key for v in [*first, *more]} - {1500}
-        found = await store.vector_candidates("s", 3, "p", target, limit=100)
+        found = await store.vector_candidates(VectorQuery("s", 3, "p", target, limit=100))
         assert len(found) == 100 and not retired & {c.key for c in found}
     finally:
         await store.close()
@@ -202,7 +228,9 @@ async def _hashed(path: Path, count: int) -> tuple[SqliteMemoryStore, npt.NDArra
     texts = [" ".join(rng.choice(vocabulary, size=12)) for _ in range(count)]
     vectors = HashingEmbedder(384).embed_sync(texts)
     store = await SqliteMemoryStore.open(path, index=_SPARSE_OPTIONS)
-    result = await store.commit("s", None, [_add(i, text) for i, text in enumerate(texts)])
+    result = await store.commit(
+        CommitRequest("s", None, [_add(i, text) for i, text in enumerate(texts)])
+    )
     await store.put_vectors("s", "p", list(zip(result.keys, vectors, strict=True)))
     return store, vectors
 
@@ -219,8 +247,8 @@ async def test_sparse_queries_are_scored_exactly(tmp_path: Path) -> None:
         for row in range(0, 3000, 150):
             words = " ".join(f"w{i}" for i in range(row, row + 3))
             query = HashingEmbedder(384).embed_sync([words])[0]
-            found = await store.vector_candidates("s", 1, "p", query, limit=30)
-            truth = await exact.vector_candidates("s", 1, "p", query, limit=30)
+            found = await store.vector_candidates(VectorQuery("s", 1, "p", query, limit=30))
+            truth = await exact.vector_candidates(VectorQuery("s", 1, "p", query, limit=30))
             assert _similarities(found) == _similarities(truth)
     finally:
         await store.close()
@@ -234,13 +262,15 @@ async def test_rows_that_fail_the_sign_bit_self_check_are_searched_exactly(
     # than the rest and 120 rows by Hamming distance miss most of them (self-check ~0.5).
     path = tmp_path / "v.sqlite3"
     store = await SqliteMemoryStore.open(path, index=_SPARSE_OPTIONS)
-    result = await store.commit("s", None, [_add(i, f"row {i}") for i in range(3000)])
+    result = await store.commit(
+        CommitRequest("s", None, [_add(i, f"row {i}") for i in range(3000)])
+    )
     await store.put_vectors("s", "p", list(zip(result.keys, _units(3000, 5), strict=True)))
     exact = await SqliteMemoryStore.open(path, index=IndexOptions(ann=False))
     try:
         for query in _units(10, 8):
-            found = await store.vector_candidates("s", 1, "p", query, limit=30)
-            truth = await exact.vector_candidates("s", 1, "p", query, limit=30)
+            found = await store.vector_candidates(VectorQuery("s", 1, "p", query, limit=30))
+            truth = await exact.vector_candidates(VectorQuery("s", 1, "p", query, limit=30))
             assert _similarities(found) == _similarities(truth)
         matrix = store._vectors.get("s", "p")
         assert matrix.bits is not None and not matrix.sign_bits_ok

@@ -9,7 +9,13 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from powercontext.memory.ports import PlannedChange
+from powercontext.memory.ports import (
+    CommitRequest,
+    ErasureRequest,
+    FtsQuery,
+    PlannedChange,
+    VectorQuery,
+)
 from powercontext.storage.sqlite import SqliteMemoryStore, signbits, snapshots, vectors
 from powercontext.storage.sqlite.ann import IndexOptions
 from powercontext.storage.sqlite.vectors import VectorMatrix
@@ -33,10 +39,12 @@ def _units(count: int, seed: int) -> npt.NDArray[np.float32]:
 async def _filled(path: Path, count: int, seed: int = 1) -> list[int]:
     store = await SqliteMemoryStore.open(path, index=OPTIONS)
     try:
-        result = await store.commit("s", None, _adds(count))
+        result = await store.commit(CommitRequest("s", None, _adds(count)))
         vectors = _units(count, seed)
         await store.put_vectors("s", "p", list(zip(result.keys, vectors, strict=True)))
-        await store.vector_candidates("s", 1, "p", vectors[0], limit=5)  # fills, then saves
+        await store.vector_candidates(
+            VectorQuery("s", 1, "p", vectors[0], limit=5)
+        )  # fills, then saves
         return list(result.keys)
     finally:
         await store.close()
@@ -47,7 +55,7 @@ async def _search_and_matrix(
 ) -> tuple[list[int], VectorMatrix]:
     store = await SqliteMemoryStore.open(path, index=OPTIONS)
     try:
-        found = await store.vector_candidates("s", revision, "p", query, limit=limit)
+        found = await store.vector_candidates(VectorQuery("s", revision, "p", query, limit=limit))
         return [c.key for c in found], store._vectors.get("s", "p")
     finally:
         await store.close()
@@ -56,7 +64,7 @@ async def _search_and_matrix(
 async def _exact(path: Path, revision: int, query: npt.NDArray[np.float32]) -> list[int]:
     store = await SqliteMemoryStore.open(path, index=IndexOptions(ann=False, snapshots=False))
     try:
-        found = await store.vector_candidates("s", revision, "p", query, limit=10)
+        found = await store.vector_candidates(VectorQuery("s", revision, "p", query, limit=10))
         return [c.key for c in found]
     finally:
         await store.close()
@@ -82,14 +90,14 @@ async def test_a_stale_snapshot_catches_up_with_writes_replacements_and_retireme
     query = _units(1, seed=9)[0]
     store = await SqliteMemoryStore.open(path, index=IndexOptions(snapshots=False))
     try:
-        more = await store.commit("s", 1, _adds(20, start=300))
+        more = await store.commit(CommitRequest("s", 1, _adds(20, start=300)))
         await store.put_vectors("s", "p", list(zip(more.keys, _units(20, 3), strict=True)))
         await store.put_vectors("s", "p", [(keys[5], query)])  # a replaced vector
         versions = await store.fetch_versions("s", [keys[7]])
         retire = PlannedChange(
             op="retire", previous_entry_version_id=versions[keys[7]].entry_version_id
         )
-        await store.commit("s", 2, [retire])
+        await store.commit(CommitRequest("s", 2, [retire]))
     finally:
         await store.close()
     for revision in (1, 2, 3):
@@ -143,7 +151,9 @@ async def test_discard_and_drop_caches_forget_the_snapshot(tmp_path: Path) -> No
     store = await SqliteMemoryStore.open(path, index=OPTIONS)
     try:
         query = _units(300, 1)[3]
-        assert (await store.vector_candidates("s", 1, "p", query, limit=1))[0].key == keys[3]
+        assert (await store.vector_candidates(VectorQuery("s", 1, "p", query, limit=1)))[
+            0
+        ].key == keys[3]
         # Erasure deletes a vector in place, which no incremental refresh can see.
         await store._write(
             lambda conn: conn.execute("DELETE FROM entry_vectors WHERE key = ?", (keys[3],)),
@@ -151,7 +161,7 @@ async def test_discard_and_drop_caches_forget_the_snapshot(tmp_path: Path) -> No
         )
         store.drop_caches()
         assert not list((tmp_path / "memory.sqlite3.cache").glob("vectors-*"))
-        found = await store.vector_candidates("s", 1, "p", query, limit=300)
+        found = await store.vector_candidates(VectorQuery("s", 1, "p", query, limit=300))
         assert keys[3] not in [c.key for c in found] and len(found) == 299
     finally:
         await store.close()
@@ -185,11 +195,13 @@ async def test_erasure_deletes_the_snapshots_and_an_older_one_is_not_trusted(
     query = _units(300, 1)[3]
     store = await SqliteMemoryStore.open(path, index=OPTIONS)
     try:
-        await store.fts_candidates("s", 1, ["text"], limit=5)  # writes the postings snapshot
+        await store.fts_candidates(
+            FtsQuery("s", 1, ["text"], limit=5)
+        )  # writes the postings snapshot
         saved = {p.name: p.read_bytes() for p in cache.iterdir()}
         assert any(n.startswith("vectors-") for n in saved)
         assert any(n.startswith("terms-") for n in saved)
-        result = await store.erase("s", 1, ["e3"], actor=None, reason=None)
+        result = await store.erase(ErasureRequest("s", 1, ["e3"], actor=None, reason=None))
         assert result.erased
         # The files held the erased vector and tokens: erasure deletes them.
         assert not list(cache.glob("vectors-*")) and not list(cache.glob("terms-*"))
@@ -204,7 +216,7 @@ async def test_erasure_deletes_the_snapshots_and_an_older_one_is_not_trusted(
     assert matrix.erasures == 1
     store = await SqliteMemoryStore.open(path, index=OPTIONS)
     try:
-        words = await store.fts_candidates("s", 2, ["3"], limit=300)
+        words = await store.fts_candidates(FtsQuery("s", 2, ["3"], limit=300))
         assert keys[3] not in [c.key for c in words]
     finally:
         await store.close()
@@ -215,8 +227,10 @@ async def test_a_snapshot_written_after_an_erasure_is_mapped(tmp_path: Path) -> 
     keys = await _filled(path, 300)
     store = await SqliteMemoryStore.open(path, index=OPTIONS)
     try:
-        await store.erase("s", 1, ["e3"], actor=None, reason=None)
-        await store.vector_candidates("s", 2, "p", _units(1, seed=4)[0], limit=5)  # saves anew
+        await store.erase(ErasureRequest("s", 1, ["e3"], actor=None, reason=None))
+        await store.vector_candidates(
+            VectorQuery("s", 2, "p", _units(1, seed=4)[0], limit=5)
+        )  # saves anew
     finally:
         await store.close()
     (file,) = (tmp_path / "memory.sqlite3.cache").glob("vectors-*")

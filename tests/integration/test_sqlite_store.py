@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from powercontext.memory.errors import ConfigurationError, MemoryValidationError, StorageError
-from powercontext.memory.ports import MemoryStore, NewVersion, PlannedChange
+from powercontext.memory.ports import (
+    CommitRequest,
+    FtsQuery,
+    MemoryStore,
+    NewVersion,
+    PlannedChange,
+    VersionPage,
+)
 from powercontext.storage import open_store
 from powercontext.storage.sqlite import SCHEMA_VERSION, ConnectionOptions, SqliteMemoryStore
 
@@ -37,7 +44,7 @@ def _batch(count: int, start: int = 0) -> list[PlannedChange]:
 async def test_a_new_file_is_created_with_parents_in_wal_mode(tmp_path: Path) -> None:
     path = tmp_path / "a" / "b" / "memory.sqlite3"
     store = await SqliteMemoryStore.open(path)
-    await store.commit("s", None, _batch(3))
+    await store.commit(CommitRequest("s", None, _batch(3)))
     await store.close()
     raw = sqlite3.connect(path)
     try:
@@ -95,7 +102,7 @@ async def test_a_directory_as_the_path_gives_a_storage_error(tmp_path: Path) -> 
 async def test_a_full_database_gives_a_storage_error_and_no_partial_write(tmp_path: Path) -> None:
     path = tmp_path / "memory.sqlite3"
     store = await SqliteMemoryStore.open(path)
-    await store.commit("s", None, _batch(5))
+    await store.commit(CommitRequest("s", None, _batch(5)))
     await store.close()
     raw = sqlite3.connect(path)
     pages = raw.execute("PRAGMA page_count").fetchone()[0]
@@ -106,16 +113,16 @@ async def test_a_full_database_gives_a_storage_error_and_no_partial_write(tmp_pa
     )
     try:
         with pytest.raises(StorageError, match="full"):
-            await limited.commit("s", 1, _batch(5_000, start=5))
+            await limited.commit(CommitRequest("s", 1, _batch(5_000, start=5)))
         assert await limited.head("s") == 1
-        assert len(await limited.list_versions("s", 1, after_key=None, limit=100)) == 5
-        assert await limited.fts_candidates("s", 1, ["entry"], limit=100) != []
+        assert len(await limited.list_versions(VersionPage("s", 1, after_key=None, limit=100))) == 5
+        assert await limited.fts_candidates(FtsQuery("s", 1, ["entry"], limit=100)) != []
     finally:
         await limited.close()
     reopened = await SqliteMemoryStore.open(path)
     try:
         assert await reopened.head("s") == 1
-        result = await reopened.commit("s", 1, _batch(5_000, start=5))
+        result = await reopened.commit(CommitRequest("s", 1, _batch(5_000, start=5)))
         assert result.revision == 2 and len(result.keys) == 5_000
     finally:
         await reopened.close()
@@ -124,14 +131,14 @@ async def test_a_full_database_gives_a_storage_error_and_no_partial_write(tmp_pa
 async def test_a_read_only_database_gives_a_storage_error(tmp_path: Path) -> None:
     path = tmp_path / "memory.sqlite3"
     store = await SqliteMemoryStore.open(path)
-    await store.commit("s", None, _batch(2))
+    await store.commit(CommitRequest("s", None, _batch(2)))
     await store.close()
     frozen = await SqliteMemoryStore.open(
         path, options=ConnectionOptions(pragmas={"query_only": "ON"})
     )
     try:
         with pytest.raises(StorageError, match="read-only"):
-            await frozen.commit("s", 1, _batch(1, start=10))
+            await frozen.commit(CommitRequest("s", 1, _batch(1, start=10)))
         assert await frozen.head("s") == 1
     finally:
         await frozen.close()
@@ -149,20 +156,20 @@ async def test_a_closed_store_refuses_work_with_a_storage_error(
     tmp_path: Path, target: str
 ) -> None:
     store = await SqliteMemoryStore.open(tmp_path / "m.db" if target == "file" else target)
-    await store.commit("s", None, _batch(1))
+    await store.commit(CommitRequest("s", None, _batch(1)))
     await store.close()
     await store.close()  # closing twice is harmless
     with pytest.raises(StorageError, match="closed"):
         await store.head("s")
     with pytest.raises(StorageError, match="closed"):
-        await store.commit("s", 1, _batch(1, start=1))
+        await store.commit(CommitRequest("s", 1, _batch(1, start=1)))
 
 
 async def test_open_store_dispatches_on_the_url(tmp_path: Path) -> None:
     path = tmp_path / "via-url" / "memory.sqlite3"
     store = await open_store(f"sqlite:///{path}")
     assert isinstance(store, SqliteMemoryStore) and Path(store.target) == path
-    await store.commit("s", None, _batch(1))
+    await store.commit(CommitRequest("s", None, _batch(1)))
     await store.close()
     assert path.exists()
     memory = await open_store("sqlite:///:memory:")
@@ -202,7 +209,7 @@ async def test_a_big_commit_never_blocks_the_event_loop(tmp_path: Path) -> None:
 
     tick = asyncio.create_task(ticker())
     started = time.perf_counter()
-    await store.commit("s", None, _batch(10_000))
+    await store.commit(CommitRequest("s", None, _batch(10_000)))
     elapsed = time.perf_counter() - started
     done.set()
     await tick
@@ -212,20 +219,20 @@ async def test_a_big_commit_never_blocks_the_event_loop(tmp_path: Path) -> None:
 
 
 async def _concurrent_readers_see_whole_revisions(store: MemoryStore) -> None:
-    await store.commit("s", None, _batch(20))
+    await store.commit(CommitRequest("s", None, _batch(20)))
 
     async def writer() -> None:
         for revision in range(1, 11):
-            await store.commit("s", revision, _batch(20, start=20 * revision))
+            await store.commit(CommitRequest("s", revision, _batch(20, start=20 * revision)))
             await asyncio.sleep(0)
 
     async def reader() -> None:
         for _ in range(15):
             head = await store.head("s")
             assert head is not None
-            page = await store.list_versions("s", head, after_key=None, limit=5_000)
+            page = await store.list_versions(VersionPage("s", head, after_key=None, limit=5_000))
             assert len(page) == 20 * head
-            found = await store.fts_candidates("s", head, ["entry"], limit=5_000)
+            found = await store.fts_candidates(FtsQuery("s", head, ["entry"], limit=5_000))
             assert len(found) == 20 * head
 
     await asyncio.gather(writer(), *(reader() for _ in range(4)))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from powercontext.memory.ports import PlannedChange
+from powercontext.memory.ports import CommitRequest, FtsQuery, PlannedChange
 from powercontext.storage.sqlite import SqliteMemoryStore
 from powercontext.storage.sqlite.ann import IndexOptions
 from powercontext.storage.sqlite.fulltext import ScopeTerms
@@ -30,8 +30,8 @@ def _adds(count: int, start: int = 0, seed: int = 1) -> list[PlannedChange]:
 async def _filled(path: Path, count: int, seed: int = 1) -> list[int]:
     store = await SqliteMemoryStore.open(path, index=OPTIONS)
     try:
-        result = await store.commit("s", None, _adds(count, seed=seed))
-        await store.fts_candidates("s", 1, ["w1"], limit=5)  # fills, then saves
+        result = await store.commit(CommitRequest("s", None, _adds(count, seed=seed)))
+        await store.fts_candidates(FtsQuery("s", 1, ["w1"], limit=5))  # fills, then saves
         return list(result.keys)
     finally:
         await store.close()
@@ -45,7 +45,7 @@ async def _search(path: Path, revision: int, options: IndexOptions) -> tuple[Fou
     try:
         found = []
         for terms in QUERIES:
-            page = await store.fts_candidates("s", revision, terms, limit=20)
+            page = await store.fts_candidates(FtsQuery("s", revision, terms, limit=20))
             found.append([(c.key, round(c.score, 4), c.tokens) for c in page])
         return found, store._terms.get("s")
     finally:
@@ -74,20 +74,20 @@ async def test_a_stale_postings_snapshot_catches_up(tmp_path: Path) -> None:
     # frequency 0 there, where a fresh read never had it (see fulltext.py).
     live = await SqliteMemoryStore.open(path, index=IndexOptions(snapshots=False))
     try:
-        await live.fts_candidates("s", 1, ["w1"], limit=5)
-        await live.commit("s", 1, _adds(30, start=300, seed=2))
+        await live.fts_candidates(FtsQuery("s", 1, ["w1"], limit=5))
+        await live.commit(CommitRequest("s", 1, _adds(30, start=300, seed=2)))
         versions = await live.fetch_versions("s", [keys[4]])
         retire = PlannedChange(
             op="retire", previous_entry_version_id=versions[keys[4]].entry_version_id
         )
-        await live.commit("s", 2, [retire])
+        await live.commit(CommitRequest("s", 2, [retire]))
         await live.rewrite_index_tokens("s", [(keys[9], "w1 w1 w1 w7 fresh")])
         for revision in (1, 2, 3):
             found, terms = await _search(path, revision, OPTIONS)
             assert terms.snapshot_size == 300 and terms.rows_since_snapshot == 30
             expected = []
             for query in QUERIES:
-                page = await live.fts_candidates("s", revision, query, limit=20)
+                page = await live.fts_candidates(FtsQuery("s", revision, query, limit=20))
                 expected.append([(c.key, round(c.score, 4), c.tokens) for c in page])
             assert found == expected
     finally:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.memory.ports import PlannedChange
+from powercontext.memory.ports import CommitRequest, PlannedChange
 from powercontext.storage.sqlite import SqliteMemoryStore
 from powercontext.storage.sqlite.vectors import VectorMatrix, VectorRow
 from tests.integration.planned import planned_adds
@@ -47,7 +47,7 @@ async def test_refresh_reads_only_what_changed(tmp_path: Path) -> None:
     path = tmp_path / "memory.sqlite3"
     store = await SqliteMemoryStore.open(path)
     try:
-        result = await store.commit("s", None, _adds(1_500))
+        result = await store.commit(CommitRequest("s", None, _adds(1_500)))
         vectors = _units(1_500, 16, seed=1)
         await store.put_vectors("s", "p", list(zip(result.keys, vectors, strict=True)))
         matrix = CountingMatrix("s", "p")
@@ -69,7 +69,7 @@ async def test_refresh_reads_only_what_changed(tmp_path: Path) -> None:
         retire = PlannedChange(
             op="retire", previous_entry_version_id=versions[result.keys[0]].entry_version_id
         )
-        await store.commit("s", 1, [retire])
+        await store.commit(CommitRequest("s", 1, [retire]))
         _refresh(matrix, path)
         assert matrix.fetched == [1_500, 1]  # a retirement reads no vectors
         assert matrix.search(2, query, 1)[0].key != result.keys[0]

@@ -17,7 +17,7 @@ import pytest
 from powercontext.memory import RememberMemoryRequest
 from powercontext.memory import commit as commit_module
 from powercontext.memory.errors import RevisionConflictError
-from powercontext.memory.ports import MemoryStore, PlannedChange
+from powercontext.memory.ports import CommitRequest, MemoryStore
 from powercontext.memory.service import MemoryService
 from powercontext.storage.sqlite import SqliteMemoryStore
 
@@ -37,15 +37,13 @@ class RivalFirstStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    async def commit(
-        self, scope_id: str, head: int | None, changes: list[PlannedChange], **options: Any
-    ) -> Any:
+    async def commit(self, request: CommitRequest) -> Any:
         self.commits += 1
         if self.losses > 0:
             self.losses -= 1
-            rival = self._rival.for_scope(scope_id)
+            rival = self._rival.for_scope(request.scope_id)
             await rival.remember(RememberMemoryRequest(text=f"rival write {self.commits}"))
-        return await self._store.commit(scope_id, head, changes, **options)
+        return await self._store.commit(request)
 
 
 async def test_a_write_without_expected_revision_outlasts_many_lost_rounds(

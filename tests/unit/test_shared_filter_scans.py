@@ -43,9 +43,9 @@ def scans(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     seen: list[Any] = []
     original = reads.filtered_keys
 
-    def counting(conn: Any, scope_id: str, revision: int, where: Any) -> Any:
-        seen.append(where)
-        return original(conn, scope_id, revision, where)
+    def counting(conn: Any, query: Any) -> Any:
+        seen.append(query.where)
+        return original(conn, query)
 
     monkeypatch.setattr(reads, "filtered_keys", counting)
     return seen

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from powercontext.memory.errors import PayloadTooLargeError, RevisionConflictError
 from powercontext.memory.idempotency import check_body
 from powercontext.memory.ports import (
+    CommitRequest,
     IdempotencyClaim,
     IdempotentWrite,
     MemoryStore,
@@ -65,7 +66,8 @@ async def commit_planned(
                 )
             changes = await plan()
             try:
-                result = await store.commit(scope_id, head, changes, idempotency=claim)
+                request = CommitRequest(scope_id, head, changes, idempotency=claim)
+                result = await store.commit(request)
             except RevisionConflictError:
                 if claim is not None and (
                     recorded := await store.idempotent_write(scope_id, claim.key)

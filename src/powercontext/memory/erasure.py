@@ -29,7 +29,7 @@ from powercontext.memory.errors import NotFoundError, RevisionConflictError
 from powercontext.memory.indexing.rebuild import rederive
 from powercontext.memory.indexing.threads import index_sequences, sequence_key
 from powercontext.memory.models import MemoryRef, Reason
-from powercontext.memory.ports import ErasureResult
+from powercontext.memory.ports import ErasureRequest, ErasureResult
 from powercontext.memory.tombstones import raise_if_entry_erased
 
 if TYPE_CHECKING:
@@ -97,7 +97,8 @@ async def forget(
             if entry_ids is not None:
                 await _require_stored(service, scope_id, entry_ids)
             try:
-                result = await store.erase(scope_id, head, entry_ids, actor=actor, reason=reason)
+                request = ErasureRequest(scope_id, head, entry_ids, actor=actor, reason=reason)
+                result = await store.erase(request)
                 break
             except RevisionConflictError:
                 # Another process committed first: re-check against the new head.

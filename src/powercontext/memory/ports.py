@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -154,6 +154,74 @@ class VectorCandidate:
     """Cosine similarity with the query vector."""
 
 
+@dataclass(frozen=True, slots=True)
+class RevisionQuery:
+    """A read of the versions active at one revision of a scope: at most `limit` of them,
+    only those matching `where` (applied before the `limit` are chosen)."""
+
+    scope_id: str
+    revision: int
+    _: KW_ONLY
+    limit: int
+    where: MemoryFilter | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VersionPage(RevisionQuery):
+    """A page of `list_versions`: ascending by key, after `after_key` (None: from the start)."""
+
+    _: KW_ONLY
+    after_key: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FtsQuery(RevisionQuery):
+    """A full-text read: versions containing any of `terms` in any field, each field weighted
+    as `fields` says (see search.fields; None: the defaults)."""
+
+    terms: Sequence[str]
+    _: KW_ONLY
+    fields: FieldWeights | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VectorQuery(RevisionQuery):
+    """A nearest-neighbour read: versions by cosine similarity of their `profile_id` vector
+    with `vector`."""
+
+    profile_id: str
+    vector: Vector
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeWrite:
+    """A write that makes the next revision of a scope: a compare-and-swap on its head, which
+    must still be `expected_head` (None or 0: the scope has no revision yet)."""
+
+    scope_id: str
+    expected_head: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRequest(ScopeWrite):
+    """A revision of `changes`, with the idempotency claim of the write that makes it."""
+
+    changes: Sequence[PlannedChange]
+    _: KW_ONLY
+    idempotency: IdempotencyClaim | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ErasureRequest(ScopeWrite):
+    """What `erase` deletes (`entry_ids`; None: the whole scope) and what its `forget` records
+    say (the actor, and a reason that is never stored as content)."""
+
+    entry_ids: Sequence[str] | None
+    _: KW_ONLY
+    actor: str | None
+    reason: str | None
+
+
 class MemoryStore(Protocol):
     """Durable, revisioned Memory. Every read names one exact revision.
 
@@ -163,14 +231,7 @@ class MemoryStore(Protocol):
 
     async def head(self, scope_id: str) -> int | None: ...
 
-    async def commit(
-        self,
-        scope_id: str,
-        expected_head: int | None,
-        changes: Sequence[PlannedChange],
-        *,
-        idempotency: IdempotencyClaim | None = None,
-    ) -> CommitResult:
+    async def commit(self, request: CommitRequest) -> CommitResult:
         """Raise RevisionConflictError when the head moved, a retired version is gone, or the
         idempotency key is already recorded in this scope (it is stored in the same
         transaction as the revision, so a committed write always has its key)."""
@@ -198,50 +259,23 @@ class MemoryStore(Protocol):
         self, scope_id: str, keys: Sequence[int]
     ) -> dict[int, StoredVersion]: ...
 
-    async def list_versions(
-        self,
-        scope_id: str,
-        revision: int,
-        *,
-        after_key: int | None,
-        limit: int,
-        where: MemoryFilter | None = None,
-    ) -> list[StoredVersion]:
-        """Versions active at `revision` (and matching `where`), ascending by key, after
-        `after_key`."""
+    async def list_versions(self, page: VersionPage) -> list[StoredVersion]:
+        """Versions active at `page.revision` (and matching `page.where`), ascending by key,
+        after `page.after_key`."""
         ...
 
     async def changes(
         self, scope_id: str, since_revision: int, *, limit: int
     ) -> list[MemoryChange]: ...
 
-    async def fts_candidates(
-        self,
-        scope_id: str,
-        revision: int,
-        terms: Sequence[str],
-        *,
-        limit: int,
-        fields: FieldWeights | None = None,
-        where: MemoryFilter | None = None,
-    ) -> list[FtsCandidate]:
-        """Versions active at `revision` containing any of `terms` in any field, best first,
-        each field weighted as `fields` says (see search.fields; None: the defaults). `where`
-        is applied before the top `limit` are chosen."""
+    async def fts_candidates(self, query: FtsQuery) -> list[FtsCandidate]:
+        """Versions active at `query.revision` containing any of its terms, best first (see
+        FtsQuery). `query.where` is applied before the top `query.limit` are chosen."""
         ...
 
-    async def vector_candidates(
-        self,
-        scope_id: str,
-        revision: int,
-        profile_id: str,
-        query: Vector,
-        *,
-        limit: int,
-        where: MemoryFilter | None = None,
-    ) -> list[VectorCandidate]:
-        """Nearest versions active at `revision` by cosine similarity, best first. `where`
-        is applied before the nearest `limit` are chosen."""
+    async def vector_candidates(self, query: VectorQuery) -> list[VectorCandidate]:
+        """Nearest versions active at `query.revision` by cosine similarity, best first.
+        `query.where` is applied before the nearest `query.limit` are chosen."""
         ...
 
     async def missing_vector_count(self, scope_id: str, revision: int, profile_id: str) -> int:
@@ -288,16 +322,8 @@ class MemoryStore(Protocol):
         """How many entry versions are active at `revision` (0 for an unknown one)."""
         ...
 
-    async def erase(
-        self,
-        scope_id: str,
-        expected_head: int | None,
-        entry_ids: Sequence[str] | None,
-        *,
-        actor: str | None,
-        reason: str | None,
-    ) -> ErasureResult:
-        """Physically delete every version of `entry_ids` (None: of the whole scope) with
+    async def erase(self, request: ErasureRequest) -> ErasureResult:
+        """Physically delete every version of `request.entry_ids` (None: of the scope) with
         their tokens and vectors, and any derived row naming them, in one new revision whose
         changes are `forget` records (ids and actor, no content) next to a tombstone per
         version. The same compare-and-swap as `commit` (RevisionConflictError); entry ids with

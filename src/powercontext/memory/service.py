@@ -58,6 +58,7 @@ from powercontext.memory.ports import (
     NewVersion,
     PlannedChange,
     StoredVersion,
+    VersionPage,
 )
 from powercontext.memory.scoped import ScopedMemory, validate_scope_id
 from powercontext.memory.scopes import ScopeSummary, scope_summaries
@@ -417,7 +418,7 @@ class MemoryService:
             raise NotFoundError(f"scope {scope_id!r} has no revision {at}")
         after = await self._cursor_key(scope_id, cursor, at)
         rows = await self.store.list_versions(
-            scope_id, at, after_key=after, limit=limit + 1, where=where
+            VersionPage(scope_id, at, after_key=after, limit=limit + 1, where=where)
         )
         more = len(rows) > limit
         rows = rows[:limit]

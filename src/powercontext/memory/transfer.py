@@ -51,7 +51,7 @@ from powercontext.memory.models import (
     OccurredAt,
     Thread,
 )
-from powercontext.memory.ports import PlannedChange, StoredVersion
+from powercontext.memory.ports import PlannedChange, StoredVersion, VersionPage
 
 if TYPE_CHECKING:
     from powercontext.memory.service import MemoryService
@@ -161,10 +161,12 @@ class ScopeExport:
         after: int | None = None
         while True:
             page = await self.service.store.list_versions(
-                self.header.scope_id,
-                self.header.revision,
-                after_key=after,
-                limit=EXPORT_PAGE_ENTRIES,
+                VersionPage(
+                    self.header.scope_id,
+                    self.header.revision,
+                    after_key=after,
+                    limit=EXPORT_PAGE_ENTRIES,
+                )
             )
             for version in page:
                 yield version

@@ -14,16 +14,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.memory.errors import MemoryValidationError, RevisionConflictError
+from powercontext.memory.errors import MemoryValidationError, NotFoundError, RevisionConflictError
 from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import (
     ErasedVersion,
+    ErasureRequest,
+    IdempotentWrite,
     NewVersion,
     PlannedChange,
     StoredVersion,
     Tombstone,
     Vector,
+    VersionPage,
 )
+from powercontext.storage.filter_sql import Dialect, active_at, filter_sql, placeholder
 
 _CARRIES_NEW = {"add": True, "revise": True, "reactivate": True, "retire": False}
 _RETIRES = {"add": False, "revise": True, "reactivate": False, "retire": True}
@@ -38,6 +42,18 @@ CHANGE_COLUMNS = (
     "revision, op, entry_id, entry_version_id, previous_entry_version_id, reason, created_at, actor"
 )
 """The columns `change_from_row` reads, in its order."""
+
+
+def page_query(page: VersionPage, dialect: Dialect) -> tuple[str, tuple[object, ...]]:
+    """The statement and parameters that read one `list_versions` page in `dialect`."""
+    mark = placeholder(dialect)
+    clause, params = filter_sql(page.where, dialect)
+    after = -1 if page.after_key is None else page.after_key
+    return (
+        f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE scope_id = {mark} "
+        f"AND key > {mark} AND {active_at(dialect)}{clause} ORDER BY key LIMIT {mark}",
+        (page.scope_id, after, page.revision, page.revision, *params, page.limit),
+    )
 
 
 def validate_plan(changes: Sequence[PlannedChange]) -> None:
@@ -114,6 +130,21 @@ def unit_vectors(items: Sequence[tuple[int, Vector]]) -> tuple[int, list[tuple[i
 
 def conflict(message: str, expected: int | None, actual: int | None) -> RevisionConflictError:
     return RevisionConflictError(message, expected=expected, actual=actual)
+
+
+def erasure_head(request: ErasureRequest, head: int | None) -> int:
+    """The head an erasure builds on, read under the scope's write lock: refused when the scope
+    has no revision or is not at the revision the request expects."""
+    if head is None:
+        raise NotFoundError(f"scope {request.scope_id!r} has no revision yet")
+    if request.expected_head != head:
+        raise conflict(
+            f"scope {request.scope_id!r} is at revision {head}, "
+            f"expected {request.expected_head or 0}",
+            request.expected_head,
+            head,
+        )
+    return head
 
 
 def _same(value: Any) -> Any:
@@ -209,19 +240,18 @@ def erased_version(row: ErasedRow) -> ErasedVersion:
 
 
 def erasure_records(
-    scope_id: str,
+    request: ErasureRequest,
     doomed: Sequence[ErasedRow],
     revision: int,
     erased_at: Any,
-    actor: str | None,
-    reason: str | None,
-    placeholder: str,
+    dialect: Dialect,
 ) -> list[tuple[str, list[tuple[Any, ...]]]]:
-    """The inserts (statement and rows, with the backend's `placeholder`) that record an
-    erasure: a tombstone for each erased version, and one forget change for each."""
+    """The inserts (statement and rows, in `dialect`) that record an erasure: a tombstone for
+    each erased version, and one forget change for each."""
+    scope_id, actor = request.scope_id, request.actor
     tombstones = [(scope_id, r[2], r[1], r[3], revision, erased_at, actor) for r in doomed]
     changes = [
-        (scope_id, revision, seq, r[1], r[2], reason, erased_at, actor)
+        (scope_id, revision, seq, r[1], r[2], request.reason, erased_at, actor)
         for seq, r in enumerate(doomed, start=1)
     ]
     statements: list[tuple[str, list[tuple[Any, ...]]]] = [
@@ -237,11 +267,30 @@ def erasure_records(
             changes,
         ),
     ]
-    return [(sql.replace("?", placeholder), rows) for sql, rows in statements]
+    return [(sql.replace("?", placeholder(dialect)), rows) for sql, rows in statements]
+
+
+def idempotency_query(scope_id: str, key: str, dialect: Dialect) -> tuple[str, tuple[str, str]]:
+    """The query for what a write recorded under an idempotency key; see `idempotent_write`."""
+    mark = placeholder(dialect)
+    return (
+        "SELECT body_hash, revision, version_keys FROM idempotency_keys "
+        f"WHERE scope_id = {mark} AND idempotency_key = {mark}",
+        (scope_id, key),
+    )
+
+
+def idempotent_write_from_row(
+    row: Sequence[Any] | None, keys: Callable[[Any], Sequence[int]] = _same
+) -> IdempotentWrite | None:
+    """A row of `idempotency_query` as an IdempotentWrite (SQLite stores the keys as JSON)."""
+    if row is None:
+        return None
+    return IdempotentWrite(body_hash=row[0], revision=int(row[1]), keys=tuple(keys(row[2])))
 
 
 def tombstone_query(
-    scope_id: str, entry_id: str | None, entry_version_id: str | None, placeholder: str
+    scope_id: str, entry_id: str | None, entry_version_id: str | None, dialect: Dialect
 ) -> tuple[str, tuple[str, str]] | None:
     """The query for the tombstones of one version (by version id) or of every version of an
     entry, oldest first; None when neither is named."""
@@ -255,7 +304,7 @@ def tombstone_query(
         sql, params = select + " AND entry_id = ? ORDER BY version", (scope_id, entry_id)
     else:
         return None
-    return sql.replace("?", placeholder), params
+    return sql.replace("?", placeholder(dialect)), params
 
 
 def tombstone_from_row(row: Sequence[Any], erased_at: datetime) -> Tombstone:

@@ -17,13 +17,27 @@ Dialect = Literal["sqlite", "postgres"]
 _RANGES = (("gt", ">"), ("gte", ">="), ("lt", "<"), ("lte", "<="))
 
 
+def placeholder(dialect: Dialect) -> str:
+    return "?" if dialect == "sqlite" else "%s"
+
+
+def active_at(dialect: Dialect, prefix: str = "") -> str:
+    """The condition that a `prefix`-qualified entry_versions row is active at a revision (its
+    two placeholders both take the revision)."""
+    mark = placeholder(dialect)
+    return (
+        f"{prefix}added_revision <= {mark} AND "
+        f"({prefix}removed_revision IS NULL OR {prefix}removed_revision > {mark})"
+    )
+
+
 def filter_sql(
     where: MemoryFilter | None, dialect: Dialect, prefix: str = ""
 ) -> tuple[str, list[object]]:
     """(" AND ..." or "", params) restricting `prefix`-qualified entry_versions columns."""
     if where is None or where.empty:
         return "", []
-    mark = "?" if dialect == "sqlite" else "%s"
+    mark = placeholder(dialect)
     parts: list[str] = []
     params: list[object] = []
     sets: tuple[tuple[str, tuple[str, ...] | None], ...] = (

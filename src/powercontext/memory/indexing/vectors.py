@@ -22,7 +22,14 @@ import numpy as np
 from powercontext.memory.errors import CapabilityNotSupportedError
 from powercontext.memory.indexing.context import IndexTextConfig, embedding_inputs
 from powercontext.memory.indexing.threads import EmbeddingItem, index_sequences, source_of
-from powercontext.memory.ports import EmbeddingModel, MemoryStore, NewVersion, StoredVersion, Vector
+from powercontext.memory.ports import (
+    EmbeddingModel,
+    MemoryStore,
+    NewVersion,
+    StoredVersion,
+    Vector,
+    VersionPage,
+)
 from powercontext.memory.vectors import unit_vector
 
 log = logging.getLogger("powercontext.memory")
@@ -209,7 +216,7 @@ class VectorIndexer:
         after: int | None = None
         while head is not None:
             rows = await self.store.list_versions(
-                scope_id, head, after_key=after, limit=_REINDEX_PAGE
+                VersionPage(scope_id, head, after_key=after, limit=_REINDEX_PAGE)
             )
             if not rows:
                 return

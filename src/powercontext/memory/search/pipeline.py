@@ -33,7 +33,14 @@ from powercontext.memory.models import (
     ResolvedMode,
     SearchMemoryRequest,
 )
-from powercontext.memory.ports import FtsCandidate, MemoryReranker, Vector, VectorCandidate
+from powercontext.memory.ports import (
+    FtsCandidate,
+    FtsQuery,
+    MemoryReranker,
+    Vector,
+    VectorCandidate,
+    VectorQuery,
+)
 from powercontext.memory.rerank.deadline import search_deadline
 from powercontext.memory.search.admission import Admission, admit
 from powercontext.memory.search.analyze import analyze, query_terms
@@ -277,7 +284,7 @@ class SearchPipeline:
     async def _fts(self, scope_id: str, head: int, plan: QueryPlan) -> list[FtsCandidate]:
         if not uses_fts(plan.mode) or not plan.terms:
             return []
-        return await self._store.fts_candidates(
+        query = FtsQuery(
             scope_id,
             head,
             plan.terms,
@@ -285,12 +292,13 @@ class SearchPipeline:
             fields=self._config.fields,
             where=plan.request.filter,
         )
+        return await self._store.fts_candidates(query)
 
     async def _vector(self, scope_id: str, head: int, plan: QueryPlan) -> list[VectorCandidate]:
         embedder = self._service.embedder
         if plan.vector is None or embedder is None or not uses_vector(plan.mode):
             return []
-        return await self._store.vector_candidates(
+        query = VectorQuery(
             scope_id,
             head,
             embedder.profile.profile_id,
@@ -298,6 +306,7 @@ class SearchPipeline:
             limit=plan.per_channel,
             where=plan.request.filter,
         )
+        return await self._store.vector_candidates(query)
 
     async def _fuse(
         self, scope_id: str, plan: QueryPlan, admitted: Admission

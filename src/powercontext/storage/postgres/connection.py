@@ -8,6 +8,7 @@ and `hnsw_ef_search` (default max(256, 8 x the rows asked for), at most 1000).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -81,3 +82,11 @@ async def connect(conninfo: str, timeout_seconds: float) -> AsyncConnection[Tupl
         )
     except psycopg.Error as exc:
         raise storage_error(exc, f"connecting to {redact(conninfo)}") from exc
+
+
+async def one_row(
+    conn: AsyncConnection[TupleRow], statement: str, params: Sequence[object] = ()
+) -> TupleRow | None:
+    """The first row `statement` returns, or None when it returns none."""
+    cur = await conn.execute(statement, params)
+    return await cur.fetchone()

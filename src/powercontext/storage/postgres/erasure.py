@@ -22,14 +22,13 @@ from collections.abc import Sequence
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 
-from powercontext.memory.errors import NotFoundError
-from powercontext.memory.ports import ErasureResult, Tombstone
+from powercontext.memory.ports import ErasureRequest, ErasureResult, Tombstone
 from powercontext.storage.common import (
     ERASED_COLUMNS,
     ErasedRow,
-    conflict,
     erased_active_counts,
     erased_version,
+    erasure_head,
     erasure_records,
     tombstone_from_row,
     tombstone_query,
@@ -54,30 +53,17 @@ async def _doomed_rows(
     ]
 
 
-async def erase(
-    conn: AsyncConnection[TupleRow],
-    scope_id: str,
-    expected_head: int | None,
-    entry_ids: Sequence[str] | None,
-    actor: str | None,
-    reason: str | None,
-) -> ErasureResult:
+async def erase(conn: AsyncConnection[TupleRow], request: ErasureRequest) -> ErasureResult:
+    scope_id = request.scope_id
     async with conn.transaction():
         cur = await conn.execute(
             "SELECT head_revision, active_count FROM scopes WHERE scope_id = %s FOR UPDATE",
             (scope_id,),
         )
         row = await cur.fetchone()
-        if row is None:
-            raise NotFoundError(f"scope {scope_id!r} has no revision yet")
-        head, active = int(row[0]), int(row[1])
-        if expected_head != head:
-            raise conflict(
-                f"scope {scope_id!r} is at revision {head}, expected {expected_head or 0}",
-                expected_head,
-                head,
-            )
-        doomed = await _doomed_rows(conn, scope_id, entry_ids)
+        head = erasure_head(request, None if row is None else int(row[0]))
+        active = int(row[1]) if row else 0
+        doomed = await _doomed_rows(conn, scope_id, request.entry_ids)
         if not doomed:
             return ErasureResult(revision=None, erased=())
         revision = head + 1
@@ -125,8 +111,7 @@ async def erase(
             "UPDATE changes SET reason = NULL WHERE scope_id = %s AND entry_id = ANY(%s::text[])",
             (scope_id, sorted({r[1] for r in doomed})),
         )
-        records = erasure_records(scope_id, doomed, revision, erased_at, actor, reason, "%s")
-        for sql, rows in records:
+        for sql, rows in erasure_records(request, doomed, revision, erased_at, "postgres"):
             await conn.cursor().executemany(sql, rows)
     return ErasureResult(revision=revision, erased=tuple(erased_version(r) for r in doomed))
 
@@ -137,7 +122,7 @@ async def tombstones(
     entry_id: str | None,
     entry_version_id: str | None,
 ) -> list[Tombstone]:
-    query = tombstone_query(scope_id, entry_id, entry_version_id, "%s")
+    query = tombstone_query(scope_id, entry_id, entry_version_id, "postgres")
     if query is None:
         return []
     cur = await conn.execute(*query)

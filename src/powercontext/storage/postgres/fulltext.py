@@ -30,9 +30,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from psycopg import sql
+from psycopg import AsyncConnection, sql
+from psycopg.rows import TupleRow
 
-from powercontext.memory.filters import MemoryFilter
+from powercontext.memory.ports import FtsCandidate, FtsQuery
 from powercontext.memory.search import bm25
 from powercontext.memory.search.fields import CONTEXT_PREFIX, FieldWeights, own_length
 from powercontext.storage.filter_sql import filter_sql
@@ -182,17 +183,12 @@ def _tilde(plan: RankPlan, term: str, params: list[object]) -> sql.Composable:
 
 
 def ranking_query(
-    plan: RankPlan,
-    match_terms: int,
-    scope_id: str,
-    revision: int,
-    limit: int,
-    where: MemoryFilter | None = None,
+    plan: RankPlan, match_terms: int, query: FtsQuery
 ) -> tuple[sql.Composed, list[object]]:
-    """The candidates query and its parameters: it matches versions active at `revision` that
-    contain one of the first `match_terms` terms (in any field) and scores them with all of
-    the plan's. OFFSET 0 keeps each tf~ computed once, not once per use."""
-    clause, filter_params = filter_sql(where, "postgres")
+    """The candidates query and its parameters: it matches versions active at the query's
+    revision that contain one of the first `match_terms` terms (in any field) and scores them
+    with all of the plan's. OFFSET 0 keeps each tf~ computed once, not once per use."""
+    clause, filter_params = filter_sql(query.where, "postgres")
     # Parameters in the order their placeholders appear: scores, tf~, norms, match, limit.
     params: list[object] = []
     for weight in plan.weights:
@@ -207,7 +203,7 @@ def ranking_query(
             for i, term in enumerate(plan.terms)
         ]
     )
-    query = sql.SQL(
+    statement = sql.SQL(
         "SELECT key, score, tsvector_to_array(tokens) FROM ("
         " SELECT key, tokens, ({saturated}) AS score FROM ("
         "  SELECT key, tokens, {tildes} FROM ("
@@ -223,9 +219,9 @@ def ranking_query(
     ).format(saturated=saturated, tildes=tildes, clause=sql.SQL(clause))
     params.extend((1.0, bm25.B, bm25.B, plan.own_average))
     params.extend((1.0, bm25.B, bm25.B, plan.context_average))
-    params.extend((scope_id, term_query(plan.lexemes(match_terms)), revision, revision))
-    params.extend((*filter_params, limit))
-    return query, params
+    params.extend((query.scope_id, term_query(plan.lexemes(match_terms))))
+    params.extend((query.revision, query.revision, *filter_params, query.limit))
+    return statement, params
 
 
 def terms_to_match(plan: RankPlan, scores: Sequence[float], limit: int) -> int:
@@ -248,3 +244,41 @@ def terms_to_match(plan: RankPlan, scores: Sequence[float], limit: int) -> int:
             break
         keep, bound = keep - 1, widened
     return keep
+
+
+async def candidates(conn: AsyncConnection[TupleRow], query: FtsQuery) -> list[FtsCandidate]:
+    """Versions active at the query's revision that hold any of its terms, best first: the
+    store's full-text channel (see the module docstring for the ranking)."""
+    base = clean_terms(str(term) for term in query.terms)
+    if not base or query.limit <= 0:
+        return []
+    scope_id = query.scope_id
+    # Each query term is scored over its own, neighbour and speaker fields (search.bm25).
+    weights = query.fields or FieldWeights()
+    wanted = clean_terms(f.prefix + term for term in base for f in bm25.scored_fields(weights))
+    cur = await conn.execute(
+        "SELECT active_count, own_length_total, context_length_total FROM scopes "
+        "WHERE scope_id = %s",
+        (scope_id,),
+    )
+    scope = await cur.fetchone()
+    if scope is None:
+        return []
+    cur = await conn.execute(
+        "SELECT term, df FROM term_stats WHERE scope_id = %s AND term = ANY(%s::text[])",
+        (scope_id, wanted),
+    )
+    frequencies = {row[0]: int(row[1]) for row in await cur.fetchall()}
+    plan = plan_ranking(base, frequencies, int(scope[0]), int(scope[1]), int(scope[2]), weights)
+    if plan is None:
+        return []
+    statement, params = ranking_query(plan, plan.first_pass, query)
+    rows = await (await conn.execute(statement, params)).fetchall()
+    needed = terms_to_match(plan, [row[1] for row in rows], query.limit)
+    if needed > plan.first_pass:
+        statement, params = ranking_query(plan, needed, query)
+        rows = await (await conn.execute(statement, params)).fetchall()
+    return [
+        FtsCandidate(key=int(key), score=float(score), tokens=frozenset(tokens))
+        for key, score, tokens in rows
+    ]

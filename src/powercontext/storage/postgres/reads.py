@@ -4,45 +4,47 @@ gives the same answer in any snapshot; only `removed_revision` and vectors are e
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 
-from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import MemoryChange
-from powercontext.memory.ports import IdempotentWrite, StoredVersion
+from powercontext.memory.ports import IdempotentWrite, StoredVersion, VersionPage
 from powercontext.storage.common import (
     CHANGE_COLUMNS,
     VERSION_COLUMNS,
     change_from_row,
+    idempotency_query,
+    idempotent_write_from_row,
+    page_query,
     version_from_row,
     whole_revisions,
 )
-from powercontext.storage.filter_sql import filter_sql
+from powercontext.storage.filter_sql import active_at
+from powercontext.storage.postgres.connection import one_row
 
-ACTIVE_AT = "added_revision <= %s AND (removed_revision IS NULL OR removed_revision > %s)"
+ACTIVE_AT = active_at("postgres")
 
 
 async def head(conn: AsyncConnection[TupleRow], scope_id: str) -> int | None:
-    cur = await conn.execute("SELECT head_revision FROM scopes WHERE scope_id = %s", (scope_id,))
-    row = await cur.fetchone()
+    row = await one_row(conn, "SELECT head_revision FROM scopes WHERE scope_id = %s", (scope_id,))
     return int(row[0]) if row else None
 
 
 async def active_count(conn: AsyncConnection[TupleRow], scope_id: str, revision: int) -> int:
-    cur = await conn.execute(
+    row = await one_row(
+        conn,
         "SELECT active_count FROM revisions WHERE scope_id = %s AND revision = %s",
         (scope_id, revision),
     )
-    row = await cur.fetchone()
     return int(row[0]) if row else 0
 
 
 async def one_version(
     conn: AsyncConnection[TupleRow], where: str, params: Sequence[object]
 ) -> StoredVersion | None:
-    cur = await conn.execute(f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE {where}", params)
-    row = await cur.fetchone()
+    row = await one_row(conn, f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE {where}", params)
     return version_from_row(row) if row else None
 
 
@@ -56,62 +58,49 @@ async def versions_where(
 async def idempotent_write(
     conn: AsyncConnection[TupleRow], scope_id: str, key: str
 ) -> IdempotentWrite | None:
-    cur = await conn.execute(
-        "SELECT body_hash, revision, version_keys FROM idempotency_keys "
-        "WHERE scope_id = %s AND idempotency_key = %s",
-        (scope_id, key),
+    return idempotent_write_from_row(
+        await one_row(conn, *idempotency_query(scope_id, key, "postgres"))
     )
-    row = await cur.fetchone()
-    if row is None:
-        return None
-    return IdempotentWrite(body_hash=row[0], revision=int(row[1]), keys=tuple(row[2]))
+
+
+async def _versions_among(
+    conn: AsyncConnection[TupleRow], select: str, condition: str, scope_id: str, wanted: list[Any]
+) -> list[StoredVersion]:
+    """Versions of the scope that `condition` picks by the array `wanted` (none when empty)."""
+    if not wanted:
+        return []
+    cur = await conn.execute(
+        f"{select} {VERSION_COLUMNS} FROM entry_versions WHERE scope_id = %s AND {condition}",
+        (scope_id, wanted),
+    )
+    return [version_from_row(row) for row in await cur.fetchall()]
 
 
 async def fetch_versions(
     conn: AsyncConnection[TupleRow], scope_id: str, keys: Sequence[int]
 ) -> dict[int, StoredVersion]:
     wanted = sorted({int(key) for key in keys})
-    if not wanted:
-        return {}
-    cur = await conn.execute(
-        f"SELECT {VERSION_COLUMNS} FROM entry_versions "
-        "WHERE scope_id = %s AND key = ANY(%s::bigint[])",
-        (scope_id, wanted),
-    )
-    return {version.key: version for version in map(version_from_row, await cur.fetchall())}
+    found = await _versions_among(conn, "SELECT", "key = ANY(%s::bigint[])", scope_id, wanted)
+    return {version.key: version for version in found}
 
 
 async def entry_heads(
     conn: AsyncConnection[TupleRow], scope_id: str, entry_ids: Sequence[str]
 ) -> dict[str, StoredVersion]:
-    wanted = sorted(set(entry_ids))
-    if not wanted:
-        return {}
-    cur = await conn.execute(
-        f"SELECT DISTINCT ON (entry_id) {VERSION_COLUMNS} FROM entry_versions "
-        "WHERE scope_id = %s AND entry_id = ANY(%s::text[]) ORDER BY entry_id, version DESC",
-        (scope_id, wanted),
+    found = await _versions_among(
+        conn,
+        "SELECT DISTINCT ON (entry_id)",
+        "entry_id = ANY(%s::text[]) ORDER BY entry_id, version DESC",
+        scope_id,
+        sorted(set(entry_ids)),
     )
-    return {v.entry_id: v for v in map(version_from_row, await cur.fetchall())}
+    return {version.entry_id: version for version in found}
 
 
-async def list_versions(
-    conn: AsyncConnection[TupleRow],
-    scope_id: str,
-    revision: int,
-    after_key: int | None,
-    limit: int,
-    where: MemoryFilter | None = None,
-) -> list[StoredVersion]:
-    if limit <= 0:
+async def list_versions(conn: AsyncConnection[TupleRow], page: VersionPage) -> list[StoredVersion]:
+    if page.limit <= 0:
         return []
-    clause, params = filter_sql(where, "postgres")
-    cur = await conn.execute(
-        f"SELECT {VERSION_COLUMNS} FROM entry_versions "
-        f"WHERE scope_id = %s AND key > %s AND {ACTIVE_AT}{clause} "
-        "ORDER BY key LIMIT %s",
-        (scope_id, -1 if after_key is None else after_key, revision, revision, *params, limit),
-    )
+    cur = await conn.execute(*page_query(page, "postgres"))
     return [version_from_row(row) for row in await cur.fetchall()]
 
 

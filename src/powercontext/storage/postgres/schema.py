@@ -21,6 +21,13 @@ from psycopg import AsyncConnection, errors
 from psycopg.rows import TupleRow
 
 from powercontext.memory.errors import StorageError
+from powercontext.storage import ddl
+from powercontext.storage.ddl import render
+
+
+def _ddl(*templates: str) -> tuple[str, ...]:
+    return render("postgres", *templates)
+
 
 # pg_advisory_xact_lock key: "powercontext schema" as a constant so every process agrees.
 MIGRATION_LOCK = 7_307_216_041_993_010_001
@@ -43,16 +50,7 @@ _V1 = (
     # Row keys of entry versions, one sequence for all scopes: a key orders versions by
     # insertion, within a scope (keys are drawn under the scope's lock) and across scopes.
     "CREATE SEQUENCE entry_version_keys AS bigint",
-    """
-    CREATE TABLE revisions (
-        scope_id text NOT NULL REFERENCES scopes (scope_id),
-        revision bigint NOT NULL CHECK (revision >= 1),
-        created_at timestamptz NOT NULL,
-        active_count bigint NOT NULL CHECK (active_count >= 0),
-        change_count integer NOT NULL,
-        PRIMARY KEY (scope_id, revision)
-    )
-    """,
+    *_ddl(ddl.REVISIONS),
     """
     CREATE TABLE entry_versions (
         scope_id text NOT NULL,
@@ -74,29 +72,11 @@ _V1 = (
         CHECK (removed_revision IS NULL OR removed_revision > added_revision)
     )
     """,
-    # At most one active version per entry: a stale plan fails here instead of forking an entry.
-    """
-    CREATE UNIQUE INDEX entry_versions_one_active ON entry_versions (scope_id, entry_id)
-    WHERE removed_revision IS NULL
-    """,
+    *_ddl(ddl.ONE_ACTIVE_VERSION),
     # missing_vector_count looks only at versions added after a fully embedded revision.
     "CREATE INDEX entry_versions_by_added ON entry_versions (scope_id, added_revision)",
     "CREATE INDEX entry_versions_tokens ON entry_versions USING gin (tokens)",
-    """
-    CREATE TABLE changes (
-        scope_id text NOT NULL,
-        revision bigint NOT NULL,
-        seq integer NOT NULL,
-        op text NOT NULL CHECK (op IN ('add', 'revise', 'retire', 'reactivate')),
-        entry_id text NOT NULL,
-        entry_version_id text NOT NULL,
-        previous_entry_version_id text,
-        reason text,
-        created_at timestamptz NOT NULL,
-        PRIMARY KEY (scope_id, revision, seq),
-        FOREIGN KEY (scope_id, revision) REFERENCES revisions (scope_id, revision)
-    )
-    """,
+    *_ddl(ddl.CHANGES),
     # `embedding` has no typmod because profiles differ in dimension; each profile's partial
     # HNSW index casts to its own vector(d), which also rejects a vector of another dimension.
     """
@@ -119,40 +99,9 @@ _V1 = (
     """,
 )
 
-# Issue 17: the thread an entry belongs to and when its event happened; contextual indexing
-# reads a thread's first versions in key (write) order.
-_V2 = (
-    "ALTER TABLE entry_versions ADD COLUMN thread text",
-    "ALTER TABLE entry_versions ADD COLUMN occurred_at timestamptz",
-    """
-    CREATE INDEX entry_versions_by_thread ON entry_versions (scope_id, thread, key)
-    WHERE thread IS NOT NULL
-    """,
-    # The index profile (settings that decide tokens and vectors) each scope was indexed under.
-    """
-    CREATE TABLE scope_index_profiles (
-        scope_id text PRIMARY KEY,
-        profile text NOT NULL,
-        recorded_at timestamptz NOT NULL
-    )
-    """,
-)
+_V2 = _ddl(*ddl.THREADS, ddl.SCOPE_INDEX_PROFILES)
 
-# Idempotency keys are written in the commit's transaction: a committed write always has its
-# key, so a client retry after a timeout finds it instead of writing the batch twice.
-_V3 = (
-    """
-    CREATE TABLE idempotency_keys (
-        scope_id text NOT NULL,
-        idempotency_key text NOT NULL,
-        body_hash text NOT NULL,
-        revision bigint NOT NULL,
-        version_keys bigint[] NOT NULL,
-        PRIMARY KEY (scope_id, idempotency_key),
-        FOREIGN KEY (scope_id, revision) REFERENCES revisions (scope_id, revision)
-    )
-    """,
-)
+_V3 = _ddl(ddl.IDEMPOTENCY_KEYS)
 
 # Issue 23: the SQLite channel's BM25F (search.bm25) needs each version's field lengths and the
 # counts of its repeated tokens, and each scope's length totals over its active versions.
@@ -205,20 +154,7 @@ _V_ERASURE = (
     CHECK (op IN ('add', 'revise', 'retire', 'reactivate', 'forget'))
     """,
     "ALTER TABLE changes ADD COLUMN actor text",
-    """
-    CREATE TABLE erased_versions (
-        scope_id text NOT NULL,
-        entry_version_id text NOT NULL,
-        entry_id text NOT NULL,
-        version integer NOT NULL,
-        erased_revision bigint NOT NULL,
-        erased_at timestamptz NOT NULL,
-        actor text,
-        PRIMARY KEY (scope_id, entry_version_id),
-        FOREIGN KEY (scope_id, erased_revision) REFERENCES revisions (scope_id, revision)
-    )
-    """,
-    "CREATE INDEX erased_versions_by_entry ON erased_versions (scope_id, entry_id, version)",
+    *_ddl(*ddl.ERASED_VERSIONS),
     # Deleting a version checks the vectors that reference it (foreign key); the primary key
     # (scope, profile, key) cannot answer "by key", so each check scanned the scope's vectors.
     "CREATE INDEX entry_vectors_by_key ON entry_vectors (scope_id, key)",
@@ -245,26 +181,18 @@ async def applied_version(conn: AsyncConnection[TupleRow]) -> int:
     return int(row[0]) if row else 0
 
 
-def _check_not_newer(version: int) -> None:
-    if version > SCHEMA_VERSION:
-        raise StorageError(
-            f"the database has schema version {version}, newer than the {SCHEMA_VERSION} this "
-            "PowerContext supports; upgrade PowerContext to open it"
-        )
-
-
 async def migrate(conn: AsyncConnection[TupleRow]) -> list[int]:
     """Apply every pending migration on an autocommit connection; returns the versions applied
     by this call (empty when the schema was current)."""
     version = await applied_version(conn)
-    _check_not_newer(version)
+    ddl.check_not_newer(version, SCHEMA_VERSION)
     applied: list[int] = []
     while version < SCHEMA_VERSION:
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
             await conn.execute(_CREATE_BOOKKEEPING)
             version = await applied_version(conn)
-            _check_not_newer(version)
+            ddl.check_not_newer(version, SCHEMA_VERSION)
             if version >= SCHEMA_VERSION:
                 break
             for statement in MIGRATIONS[version]:

@@ -20,22 +20,22 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
 from powercontext.memory.errors import MemoryValidationError, NotFoundError, RevisionConflictError
-from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import (
+    CommitRequest,
     CommitResult,
+    ErasureRequest,
     ErasureResult,
     FtsCandidate,
-    IdempotencyClaim,
+    FtsQuery,
     IdempotentWrite,
-    PlannedChange,
     StoredVersion,
     Tombstone,
     Vector,
     VectorCandidate,
+    VectorQuery,
+    VersionPage,
 )
-from powercontext.memory.search import bm25
-from powercontext.memory.search.fields import FieldWeights
 from powercontext.storage.common import query_array, unit_vectors, validate_plan
 from powercontext.storage.filter_sql import filter_sql
 from powercontext.storage.postgres import erasure, fulltext, reads, vectors, writes
@@ -142,25 +142,20 @@ class PostgresMemoryStore:
         async with self._connection("reading the head") as conn:
             return await reads.head(conn, scope_id)
 
-    async def commit(
-        self,
-        scope_id: str,
-        expected_head: int | None,
-        changes: Sequence[PlannedChange],
-        *,
-        idempotency: IdempotencyClaim | None = None,
-    ) -> CommitResult:
-        planned = list(changes)
+    async def commit(self, request: CommitRequest) -> CommitResult:
+        planned = list(request.changes)
         validate_plan(planned)
         async with self._connection(f"committing {len(planned)} changes") as conn:
             try:
-                return await writes.commit(conn, scope_id, expected_head, planned, idempotency)
+                return await writes.commit(
+                    conn, request.scope_id, request.expected_head, planned, request.idempotency
+                )
             except psycopg.Error as exc:
                 if not is_unique_violation(exc):
                     raise
                 raise RevisionConflictError(
                     f"a new entry version collides with a stored one ({exc.sqlstate})",
-                    expected=expected_head or None,
+                    expected=request.expected_head or None,
                     actual=None,
                 ) from exc
 
@@ -198,17 +193,9 @@ class PostgresMemoryStore:
         async with self._connection("fetching entry versions") as conn:
             return await reads.fetch_versions(conn, scope_id, keys)
 
-    async def list_versions(
-        self,
-        scope_id: str,
-        revision: int,
-        *,
-        after_key: int | None,
-        limit: int,
-        where: MemoryFilter | None = None,
-    ) -> list[StoredVersion]:
+    async def list_versions(self, page: VersionPage) -> list[StoredVersion]:
         async with self._connection("listing entry versions") as conn:
-            return await reads.list_versions(conn, scope_id, revision, after_key, limit, where)
+            return await reads.list_versions(conn, page)
 
     async def changes(
         self, scope_id: str, since_revision: int, *, limit: int
@@ -216,57 +203,9 @@ class PostgresMemoryStore:
         async with self._connection("reading changes") as conn:
             return await reads.changes(conn, scope_id, since_revision, limit)
 
-    async def fts_candidates(
-        self,
-        scope_id: str,
-        revision: int,
-        terms: Sequence[str],
-        *,
-        limit: int,
-        fields: FieldWeights | None = None,
-        where: MemoryFilter | None = None,
-    ) -> list[FtsCandidate]:
-        base = fulltext.clean_terms(str(term) for term in terms)
-        if not base or limit <= 0:
-            return []
-        # Each query term is scored over its own, neighbour and speaker fields (search.bm25).
-        weights = fields or FieldWeights()
-        wanted = fulltext.clean_terms(
-            f.prefix + term for term in base for f in bm25.scored_fields(weights)
-        )
+    async def fts_candidates(self, query: FtsQuery) -> list[FtsCandidate]:
         async with self._connection("searching the full-text index") as conn:
-            cur = await conn.execute(
-                "SELECT active_count, own_length_total, context_length_total FROM scopes "
-                "WHERE scope_id = %s",
-                (scope_id,),
-            )
-            scope = await cur.fetchone()
-            if scope is None:
-                return []
-            cur = await conn.execute(
-                "SELECT term, df FROM term_stats WHERE scope_id = %s AND term = ANY(%s::text[])",
-                (scope_id, wanted),
-            )
-            frequencies = {row[0]: int(row[1]) for row in await cur.fetchall()}
-            plan = fulltext.plan_ranking(
-                base, frequencies, int(scope[0]), int(scope[1]), int(scope[2]), weights
-            )
-            if plan is None:
-                return []
-            query, params = fulltext.ranking_query(
-                plan, plan.first_pass, scope_id, revision, limit, where
-            )
-            rows = await (await conn.execute(query, params)).fetchall()
-            needed = fulltext.terms_to_match(plan, [row[1] for row in rows], limit)
-            if needed > plan.first_pass:
-                query, params = fulltext.ranking_query(
-                    plan, needed, scope_id, revision, limit, where
-                )
-                rows = await (await conn.execute(query, params)).fetchall()
-        return [
-            FtsCandidate(key=int(key), score=float(score), tokens=frozenset(tokens))
-            for key, score, tokens in rows
-        ]
+            return await fulltext.candidates(conn, query)
 
     async def _dimension(
         self, conn: AsyncConnection[TupleRow], scope_id: str, profile_id: str
@@ -279,23 +218,16 @@ class PostgresMemoryStore:
         return known
 
     async def vector_candidates(
-        self,
-        scope_id: str,
-        revision: int,
-        profile_id: str,
-        query: Vector,
-        *,
-        limit: int,
-        where: MemoryFilter | None = None,
-        exact: bool = False,
+        self, query: VectorQuery, *, exact: bool = False
     ) -> list[VectorCandidate]:
         """`exact` compares exhaustively, never through the index (benchmarks, tests)."""
-        vector = query_array(query)
+        vector = query_array(query.vector)
         norm = float(np.linalg.norm(vector))
+        limit, profile_id = query.limit, query.profile_id
         if limit <= 0 or norm == 0.0:
             return []  # a zero vector has no direction: nothing is near it
         async with self._connection("searching vectors") as conn:
-            dimension = await self._dimension(conn, scope_id, profile_id)
+            dimension = await self._dimension(conn, query.scope_id, profile_id)
             if dimension is None:
                 return []
             if vector.shape[0] != dimension:
@@ -303,13 +235,13 @@ class PostgresMemoryStore:
                     f"query vector has {vector.shape[0]} dimensions; profile {profile_id!r} "
                     f"stores {dimension}"
                 )
-            active = await reads.active_count(conn, scope_id, revision)
+            active = await reads.active_count(conn, query.scope_id, query.revision)
             if active == 0:
                 return []
             # A small revision is compared exhaustively: exact, and as fast as a graph walk.
             exact = exact or active <= vectors.EXACT_SCAN_UP_TO
-            clause, extra = filter_sql(where, "postgres", "e.")
-            params = (vector / norm, scope_id, revision, revision, *extra, limit)
+            clause, extra = filter_sql(query.where, "postgres", "e.")
+            params = (vector / norm, query.scope_id, query.revision, query.revision, *extra, limit)
             rows = await self._search(conn, profile_id, dimension, params, limit, exact, clause)
             # The graph walk gives up after hnsw.max_scan_tuples; when it comes back short, the
             # revision, scope or request filters starved it: compare exhaustively instead. (How
@@ -399,10 +331,9 @@ class PostgresMemoryStore:
     async def put_vectors(
         self, scope_id: str, profile_id: str, items: Sequence[tuple[int, Vector]]
     ) -> None:
-        pending = list(items)
-        if not pending:
+        if not items:
             return
-        dimension, rows = unit_vectors(pending)
+        dimension, rows = unit_vectors(items)
         async with self._connection(f"storing {len(rows)} vectors") as conn:
             indexed = self._indexed.get(profile_id)
             if indexed is None and profile_id in self._deferred:
@@ -451,21 +382,13 @@ class PostgresMemoryStore:
             self._indexed[profile_id] = await vectors.ensure_index(conn, profile_id, dimension)
         self._deferred.discard(profile_id)
 
-    async def erase(
-        self,
-        scope_id: str,
-        expected_head: int | None,
-        entry_ids: Sequence[str] | None,
-        *,
-        actor: str | None,
-        reason: str | None,
-    ) -> ErasureResult:
+    async def erase(self, request: ErasureRequest) -> ErasureResult:
         async with self._connection("erasing entries") as conn:
-            result = await erasure.erase(conn, scope_id, expected_head, entry_ids, actor, reason)
+            result = await erasure.erase(conn, request)
         if result.erased:
             # These hints assume vectors are never deleted; re-derive them from now on.
             for hints in (self._embedded_through, self._missing_from):
-                for key in [key for key in hints if key[0] == scope_id]:
+                for key in [key for key in hints if key[0] == request.scope_id]:
                     del hints[key]
         return result
 

@@ -29,6 +29,9 @@ from psycopg.adapt import Dumper
 from psycopg.pq import Format
 from psycopg.rows import TupleRow
 
+from powercontext.storage.filter_sql import active_at
+from powercontext.storage.postgres.connection import one_row
+
 HNSW_MAX_DIMENSION = 2000
 EXACT_SCAN_UP_TO = 2000
 """Revisions with at most this many active versions are searched exactly, not by HNSW."""
@@ -51,8 +54,7 @@ def dumper_for(oid: int) -> type[VectorBinaryDumper]:
 
 
 async def vector_oid(conn: AsyncConnection[TupleRow]) -> int:
-    cur = await conn.execute("SELECT 'vector'::regtype::oid")
-    row = await cur.fetchone()
+    row = await one_row(conn, "SELECT 'vector'::regtype::oid")
     assert row is not None
     return int(row[0])
 
@@ -63,8 +65,7 @@ def index_name(profile_id: str) -> str:
 
 
 async def indexed_dimension(conn: AsyncConnection[TupleRow], profile_id: str) -> int | None:
-    cur = await conn.execute("SELECT pg_get_indexdef(to_regclass(%s))", (index_name(profile_id),))
-    row = await cur.fetchone()
+    row = await one_row(conn, "SELECT pg_get_indexdef(to_regclass(%s))", (index_name(profile_id),))
     if row is None or row[0] is None:
         return None
     match = _DIMENSION_IN_INDEX.search(str(row[0]))
@@ -113,16 +114,16 @@ async def drop_index(conn: AsyncConnection[TupleRow], profile_id: str) -> None:
 async def stored_dimension(
     conn: AsyncConnection[TupleRow], scope_id: str, profile_id: str
 ) -> int | None:
-    cur = await conn.execute(
+    row = await one_row(
+        conn,
         "SELECT vector_dims(embedding) FROM entry_vectors "
         "WHERE scope_id = %s AND profile_id = %s LIMIT 1",
         (scope_id, profile_id),
     )
-    row = await cur.fetchone()
     return int(row[0]) if row else None
 
 
-_ACTIVE = "e.added_revision <= %s AND (e.removed_revision IS NULL OR e.removed_revision > %s)"
+_ACTIVE = active_at("postgres", "e.")
 
 
 def nearest_query(

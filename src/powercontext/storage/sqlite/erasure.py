@@ -24,14 +24,14 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
-from powercontext.memory.errors import NotFoundError
-from powercontext.memory.ports import ErasureResult, Tombstone
+from powercontext.memory.ports import ErasureRequest, ErasureResult, Tombstone
 from powercontext.storage.common import (
     ERASED_COLUMNS,
     ErasedRow,
     conflict,
     erased_active_counts,
     erased_version,
+    erasure_head,
     erasure_records,
     tombstone_from_row,
     tombstone_query,
@@ -57,28 +57,14 @@ def _doomed_rows(
     return sorted(rows)
 
 
-def erase(
-    conn: sqlite3.Connection,
-    scope_id: str,
-    expected_head: int | None,
-    entry_ids: Sequence[str] | None,
-    now: datetime,
-    actor: str | None,
-    reason: str | None,
-) -> ErasureResult:
+def erase(conn: sqlite3.Connection, request: ErasureRequest, now: datetime) -> ErasureResult:
+    scope_id = request.scope_id
     row = conn.execute(
         "SELECT scope_key, head_revision FROM scopes WHERE scope_id = ?", (scope_id,)
     ).fetchone()
-    if row is None:
-        raise NotFoundError(f"scope {scope_id!r} has no revision yet")
-    scope_key, head = int(row[0]), int(row[1])
-    if expected_head != head:
-        raise conflict(
-            f"scope {scope_id!r} is at revision {head}, expected {expected_head or 0}",
-            expected_head,
-            head,
-        )
-    doomed = _doomed_rows(conn, scope_id, entry_ids)
+    head = erasure_head(request, None if row is None else int(row[1]))
+    scope_key = int(row[0])
+    doomed = _doomed_rows(conn, scope_id, request.entry_ids)
     if not doomed:
         return ErasureResult(revision=None, erased=())
     revision = head + 1
@@ -89,7 +75,7 @@ def erase(
         (revision, scope_key, head),
     )
     if swapped.rowcount != 1:
-        raise conflict(f"scope {scope_id!r} head moved during erasure", expected_head, None)
+        raise conflict(f"scope {scope_id!r} head moved during erasure", request.expected_head, None)
     counts = erased_active_counts(doomed, head)
     active_row = conn.execute(
         "SELECT active_count FROM revisions WHERE scope_id = ? AND revision = ?",
@@ -114,7 +100,7 @@ def erase(
             f"UPDATE changes SET reason = NULL WHERE scope_id = ? AND entry_id IN ({marks})",
             (scope_id, *part),
         )
-    for sql, rows in erasure_records(scope_id, doomed, revision, created_at, actor, reason, "?"):
+    for sql, rows in erasure_records(request, doomed, revision, created_at, "sqlite"):
         conn.executemany(sql, rows)
     return ErasureResult(revision=revision, erased=tuple(erased_version(r) for r in doomed))
 
@@ -152,7 +138,7 @@ def tombstones(
     entry_id: str | None,
     entry_version_id: str | None,
 ) -> list[Tombstone]:
-    query = tombstone_query(scope_id, entry_id, entry_version_id, "?")
+    query = tombstone_query(scope_id, entry_id, entry_version_id, "sqlite")
     if query is None:
         return []
     return [

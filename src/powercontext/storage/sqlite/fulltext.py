@@ -30,7 +30,6 @@ is BM25-like and stable, while the revision mask decides exactly which versions 
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -42,7 +41,7 @@ from powercontext.memory.search import bm25
 from powercontext.memory.search.fields import CONTEXT_PREFIX, FieldWeights, own_length
 from powercontext.storage.sqlite import term_snapshots
 from powercontext.storage.sqlite.lru import LruCache
-from powercontext.storage.sqlite.reads import head_and_erasures
+from powercontext.storage.sqlite.scope_cache import ScopeCache
 from powercontext.storage.sqlite.vectors import NOT_REMOVED, grow
 
 _REPLAY_LIMIT = 1_000
@@ -80,17 +79,14 @@ class Postings:
         self.size = end
 
 
-class ScopeTerms:
-    """The cached postings of one scope. Callers hold `lock` around refresh + search."""
+class ScopeTerms(ScopeCache):
+    """The cached postings of one scope (snapshot: term_snapshots.py). Callers hold `lock`
+    around refresh + search."""
 
     def __init__(
         self, scope_id: str, snapshot: Path | None = None, snapshot_min_rows: int = 20_000
     ) -> None:
-        self.scope_id = scope_id
-        self.lock = threading.Lock()
-        self.snapshot = snapshot
-        """This scope's snapshot file (term_snapshots.py); None: never persisted."""
-        self._snapshot_tried = snapshot is None
+        super().__init__(scope_id, snapshot)
         self._snapshot_min_rows = snapshot_min_rows
         self.reset()
 
@@ -136,14 +132,7 @@ class ScopeTerms:
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Catch up with the database, within the caller's read transaction."""
-        if not self._snapshot_tried:
-            self._snapshot_tried = True
-            term_snapshots.restore(self, conn)
-        head, erasures = head_and_erasures(conn, self.scope_id)
-        if erasures != self.erasures:
-            # Erased rows are gone from the database, and their words must leave memory too.
-            self.reset()
-            self.erasures = erasures
+        head = self.catch_up(conn, term_snapshots.restore, self.reset)
         rewrite_row = conn.execute(
             "SELECT max(seq) FROM fts_rewrites WHERE scope_id = ?", (self.scope_id,)
         ).fetchone()

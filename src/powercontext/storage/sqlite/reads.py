@@ -11,20 +11,29 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import MemoryChange
-from powercontext.memory.ports import FtsCandidate, IdempotentWrite, StoredVersion
+from powercontext.memory.ports import (
+    FtsCandidate,
+    FtsQuery,
+    IdempotentWrite,
+    RevisionQuery,
+    StoredVersion,
+    VersionPage,
+)
 from powercontext.storage.common import (
     CHANGE_COLUMNS,
     VERSION_COLUMNS,
     change_from_row,
+    idempotency_query,
+    idempotent_write_from_row,
+    page_query,
     version_from_row,
     whole_revisions,
 )
-from powercontext.storage.filter_sql import filter_sql
+from powercontext.storage.filter_sql import active_at, filter_sql
 from powercontext.storage.sqlite.writes import chunks
 
-_ACTIVE_AT = "added_revision <= ? AND (removed_revision IS NULL OR removed_revision > ?)"
+_ACTIVE_AT = active_at("sqlite")
 
 
 def _version(row: Sequence[Any]) -> StoredVersion:
@@ -74,14 +83,8 @@ def entry_versions(conn: sqlite3.Connection, scope_id: str, entry_id: str) -> li
 
 
 def idempotent_write(conn: sqlite3.Connection, scope_id: str, key: str) -> IdempotentWrite | None:
-    row = conn.execute(
-        "SELECT body_hash, revision, version_keys FROM idempotency_keys "
-        "WHERE scope_id = ? AND idempotency_key = ?",
-        (scope_id, key),
-    ).fetchone()
-    if row is None:
-        return None
-    return IdempotentWrite(body_hash=row[0], revision=int(row[1]), keys=tuple(json.loads(row[2])))
+    row = conn.execute(*idempotency_query(scope_id, key, "sqlite")).fetchone()
+    return idempotent_write_from_row(row, keys=json.loads)
 
 
 def get_version(
@@ -125,37 +128,21 @@ def entry_heads(
     return found
 
 
-def list_versions(
-    conn: sqlite3.Connection,
-    scope_id: str,
-    revision: int,
-    after_key: int | None,
-    limit: int,
-    where: MemoryFilter | None = None,
-) -> list[StoredVersion]:
-    if limit <= 0:
+def list_versions(conn: sqlite3.Connection, page: VersionPage) -> list[StoredVersion]:
+    if page.limit <= 0:
         return []
-    clause, params = filter_sql(where, "sqlite")
-    rows = conn.execute(
-        f"SELECT {VERSION_COLUMNS} FROM entry_versions "
-        f"WHERE scope_id = ? AND key > ? AND {_ACTIVE_AT}{clause} "
-        "ORDER BY key LIMIT ?",
-        (scope_id, -1 if after_key is None else after_key, revision, revision, *params, limit),
-    ).fetchall()
-    return [_version(row) for row in rows]
+    return [_version(row) for row in conn.execute(*page_query(page, "sqlite")).fetchall()]
 
 
-def filtered_keys(
-    conn: sqlite3.Connection, scope_id: str, revision: int, where: MemoryFilter | None
-) -> npt.NDArray[np.int64] | None:
-    """Keys of the versions active at `revision` that match `where`, ascending; None when
-    there is no filter (every active version may be a candidate)."""
-    clause, params = filter_sql(where, "sqlite")
+def filtered_keys(conn: sqlite3.Connection, query: RevisionQuery) -> npt.NDArray[np.int64] | None:
+    """Keys of the versions active at the query's revision that match its filter, ascending;
+    None when there is no filter (every active version may be a candidate)."""
+    clause, params = filter_sql(query.where, "sqlite")
     if not clause:
         return None
     rows = conn.execute(
         f"SELECT key FROM entry_versions WHERE scope_id = ? AND {_ACTIVE_AT}{clause} ORDER BY key",
-        (scope_id, revision, revision, *params),
+        (query.scope_id, query.revision, query.revision, *params),
     ).fetchall()
     return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
 
@@ -193,32 +180,25 @@ def _match_expression(terms: Sequence[str]) -> str | None:
     return f"tokens : ({' OR '.join(quoted)})"
 
 
-def fts5_candidates(
-    conn: sqlite3.Connection,
-    scope_id: str,
-    revision: int,
-    terms: Sequence[str],
-    limit: int,
-    where: MemoryFilter | None = None,
-) -> list[FtsCandidate]:
+def fts5_candidates(conn: sqlite3.Connection, query: FtsQuery) -> list[FtsCandidate]:
     """The SQL-only full-text channel (IndexOptions.fulltext = "fts5"), kept for comparison.
 
     The join filters by scope; a `scope_tag : "s<key>"` clause in MATCH made FTS5 walk every
     row of the scope as well and doubled the time at 10k entries, so it is not used.
     """
-    if limit <= 0:
+    if query.limit <= 0:
         return []
-    expression = _match_expression(terms)
+    expression = _match_expression(query.terms)
     if expression is None:
         return []
-    clause, params = filter_sql(where, "sqlite", "v.")
+    clause, params = filter_sql(query.where, "sqlite", "v.")
     rows = conn.execute(
         "SELECT f.rowid, bm25(entry_fts, 0.0, 1.0) AS score, f.tokens "
         "FROM entry_fts f JOIN entry_versions v ON v.key = f.rowid "
         "WHERE entry_fts MATCH ? AND v.scope_id = ? AND v.added_revision <= ? "
         f"AND (v.removed_revision IS NULL OR v.removed_revision > ?){clause} "
         "ORDER BY score, f.rowid LIMIT ?",
-        (expression, scope_id, revision, revision, *params, limit),
+        (expression, query.scope_id, query.revision, query.revision, *params, query.limit),
     ).fetchall()
     # bm25() is lower-is-better; negate it so a higher score means a better candidate.
     return [

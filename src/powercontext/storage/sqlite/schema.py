@@ -14,7 +14,13 @@ from __future__ import annotations
 import sqlite3
 from datetime import UTC, datetime
 
-from powercontext.memory.errors import StorageError
+from powercontext.storage import ddl
+from powercontext.storage.ddl import render
+
+
+def _ddl(*templates: str) -> tuple[str, ...]:
+    return render("sqlite", *templates)
+
 
 # entry_versions puts the small columns the search filters read (scope, revisions) before the
 # large ones (metadata, text): a row of up to 8 KiB text spills into overflow pages, and SQLite
@@ -35,16 +41,7 @@ _V1 = (
         created_at TEXT NOT NULL
     )
     """,
-    """
-    CREATE TABLE revisions (
-        scope_id TEXT NOT NULL REFERENCES scopes (scope_id),
-        revision INTEGER NOT NULL CHECK (revision >= 1),
-        created_at TEXT NOT NULL,
-        active_count INTEGER NOT NULL CHECK (active_count >= 0),
-        change_count INTEGER NOT NULL,
-        PRIMARY KEY (scope_id, revision)
-    ) WITHOUT ROWID
-    """,
+    *_ddl(ddl.REVISIONS),
     """
     CREATE TABLE entry_versions (
         key INTEGER PRIMARY KEY,
@@ -64,28 +61,10 @@ _V1 = (
     """,
     "CREATE UNIQUE INDEX entry_versions_by_id ON entry_versions (scope_id, entry_version_id)",
     "CREATE UNIQUE INDEX entry_versions_by_entry ON entry_versions (scope_id, entry_id, version)",
-    # At most one active version per entry: a stale plan fails here instead of forking an entry.
-    """
-    CREATE UNIQUE INDEX entry_versions_one_active ON entry_versions (scope_id, entry_id)
-    WHERE removed_revision IS NULL
-    """,
+    *_ddl(ddl.ONE_ACTIVE_VERSION),
     "CREATE INDEX entry_versions_by_key ON entry_versions (scope_id, key)",
     "CREATE INDEX entry_versions_by_removal ON entry_versions (scope_id, removed_revision)",
-    """
-    CREATE TABLE changes (
-        scope_id TEXT NOT NULL,
-        revision INTEGER NOT NULL,
-        seq INTEGER NOT NULL,
-        op TEXT NOT NULL CHECK (op IN ('add', 'revise', 'retire', 'reactivate')),
-        entry_id TEXT NOT NULL,
-        entry_version_id TEXT NOT NULL,
-        previous_entry_version_id TEXT,
-        reason TEXT,
-        created_at TEXT NOT NULL,
-        PRIMARY KEY (scope_id, revision, seq),
-        FOREIGN KEY (scope_id, revision) REFERENCES revisions (scope_id, revision)
-    ) WITHOUT ROWID
-    """,
+    *_ddl(ddl.CHANGES),
     "CREATE VIRTUAL TABLE entry_fts USING fts5 (scope_tag, tokens, tokenize = 'ascii')",
     """
     CREATE TABLE entry_vectors (
@@ -107,12 +86,7 @@ _V1 = (
 # later neighbour arrived); the in-memory BM25 cache replays rows newer than the last `seq` it
 # saw. REPLACE keeps one row per version, so the table stays as large as the rewritten set.
 _V2 = (
-    "ALTER TABLE entry_versions ADD COLUMN thread TEXT",
-    "ALTER TABLE entry_versions ADD COLUMN occurred_at TEXT",
-    """
-    CREATE INDEX entry_versions_by_thread ON entry_versions (scope_id, thread, key)
-    WHERE thread IS NOT NULL
-    """,
+    *_ddl(*ddl.THREADS),
     """
     CREATE TABLE fts_rewrites (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -122,31 +96,10 @@ _V2 = (
     )
     """,
     "CREATE INDEX fts_rewrites_by_seq ON fts_rewrites (scope_id, seq)",
-    # The index profile (settings that decide tokens and vectors) each scope was indexed under.
-    """
-    CREATE TABLE scope_index_profiles (
-        scope_id TEXT PRIMARY KEY,
-        profile TEXT NOT NULL,
-        recorded_at TEXT NOT NULL
-    )
-    """,
+    *_ddl(ddl.SCOPE_INDEX_PROFILES),
 )
 
-# Idempotency keys live in the commit's transaction: a write that committed always has its key,
-# so a client retry after a timeout finds it instead of writing the batch twice.
-_V3 = (
-    """
-    CREATE TABLE idempotency_keys (
-        scope_id TEXT NOT NULL,
-        idempotency_key TEXT NOT NULL,
-        body_hash TEXT NOT NULL,
-        revision INTEGER NOT NULL,
-        version_keys TEXT NOT NULL,
-        PRIMARY KEY (scope_id, idempotency_key),
-        FOREIGN KEY (scope_id, revision) REFERENCES revisions (scope_id, revision)
-    ) WITHOUT ROWID
-    """,
-)
+_V3 = _ddl(ddl.IDEMPOTENCY_KEYS)
 
 # Issue 18, erasure: `forget` deletes versions for good. The change log gains the op and who
 # made it (SQLite cannot alter a CHECK, so the table is rebuilt); each erased version leaves a
@@ -178,20 +131,7 @@ _V4 = (
     "DROP TABLE changes",
     "ALTER TABLE changes_v4 RENAME TO changes",
     "ALTER TABLE scopes ADD COLUMN erasures INTEGER NOT NULL DEFAULT 0",
-    """
-    CREATE TABLE erased_versions (
-        scope_id TEXT NOT NULL,
-        entry_version_id TEXT NOT NULL,
-        entry_id TEXT NOT NULL,
-        version INTEGER NOT NULL,
-        erased_revision INTEGER NOT NULL,
-        erased_at TEXT NOT NULL,
-        actor TEXT,
-        PRIMARY KEY (scope_id, entry_version_id),
-        FOREIGN KEY (scope_id, erased_revision) REFERENCES revisions (scope_id, revision)
-    ) WITHOUT ROWID
-    """,
-    "CREATE INDEX erased_versions_by_entry ON erased_versions (scope_id, entry_id, version)",
+    *_ddl(*ddl.ERASED_VERSIONS),
     # Deleting a version checks the rows that reference it by key (foreign keys): without these
     # indexes each deleted version scanned every stored vector (seconds per 10k erased).
     "CREATE INDEX entry_vectors_by_key ON entry_vectors (key)",
@@ -214,19 +154,11 @@ def _applied_version(conn: sqlite3.Connection) -> int:
     return int(row[0])
 
 
-def _check_not_newer(version: int) -> None:
-    if version > SCHEMA_VERSION:
-        raise StorageError(
-            f"the database has schema version {version}, newer than the {SCHEMA_VERSION} this "
-            "PowerContext supports; upgrade PowerContext to open it"
-        )
-
-
 def migrate(conn: sqlite3.Connection) -> int:
     """Apply every pending migration; returns the schema version. Safe when several processes
     open the same file at once: each step re-reads the version inside its write transaction."""
     version = _applied_version(conn)
-    _check_not_newer(version)
+    ddl.check_not_newer(version, SCHEMA_VERSION)
     while version < SCHEMA_VERSION:
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -235,7 +167,7 @@ def migrate(conn: sqlite3.Connection) -> int:
                 "version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
             )
             version = _applied_version(conn)
-            _check_not_newer(version)
+            ddl.check_not_newer(version, SCHEMA_VERSION)
             if version < SCHEMA_VERSION:
                 for statement in MIGRATIONS[version]:
                     conn.execute(statement)

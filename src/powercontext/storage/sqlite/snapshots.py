@@ -112,15 +112,11 @@ def _map(matrix: VectorMatrix, path: Path, fields: dict[str, Any]) -> None:
     for name in SCALARS:
         setattr(matrix, name, fields[name])
     matrix.forget_rows()
-    matrix.rows_since_snapshot = 0
-    matrix.snapshot_size = matrix.size
+    matrix.matches_snapshot()
 
 
-def restore(matrix: VectorMatrix, conn: sqlite3.Connection) -> bool:
-    """Map the matrix's snapshot if it still describes this database; True if it did."""
-    path = matrix.snapshot
-    if path is None or not path.is_file():
-        return False
+def restore(matrix: VectorMatrix, conn: sqlite3.Connection, path: Path) -> bool:
+    """Map the matrix's snapshot file if it still describes this database; True if it did."""
     fields = mapped.read_fields(path, MAGIC)
     if fields is None or not _still_valid(fields, path, matrix, conn):
         log.info("ignoring the stale vector snapshot %s", path)

@@ -10,24 +10,28 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 from powercontext.memory.errors import MemoryValidationError
-from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import (
+    CommitRequest,
     CommitResult,
+    ErasureRequest,
     ErasureResult,
     FtsCandidate,
-    IdempotencyClaim,
+    FtsQuery,
     IdempotentWrite,
-    PlannedChange,
+    RevisionQuery,
     StoredVersion,
     Tombstone,
     Vector,
     VectorCandidate,
+    VectorQuery,
+    VersionPage,
 )
 from powercontext.memory.search.fields import FieldWeights
 from powercontext.storage.common import query_array, validate_plan
@@ -88,20 +92,15 @@ class SqliteMemoryStore:
     async def head(self, scope_id: str) -> int | None:
         return await self._read(lambda conn: reads.head(conn, scope_id), "reading the head")
 
-    async def commit(
-        self,
-        scope_id: str,
-        expected_head: int | None,
-        changes: Sequence[PlannedChange],
-        *,
-        idempotency: IdempotencyClaim | None = None,
-    ) -> CommitResult:
-        planned = list(changes)
+    async def commit(self, request: CommitRequest) -> CommitResult:
+        planned = list(request.changes)
 
         def work(conn: sqlite3.Connection) -> CommitResult:
             # The clock is read under the write lock, so created_at follows revision order.
             now = datetime.now(UTC)
-            return writes.commit(conn, scope_id, expected_head, planned, now, idempotency)
+            return writes.commit(
+                conn, request.scope_id, request.expected_head, planned, now, request.idempotency
+            )
 
         def run() -> CommitResult:
             validate_plan(planned)
@@ -144,18 +143,9 @@ class SqliteMemoryStore:
             lambda conn: reads.fetch_versions(conn, scope_id, wanted), "fetching entry versions"
         )
 
-    async def list_versions(
-        self,
-        scope_id: str,
-        revision: int,
-        *,
-        after_key: int | None,
-        limit: int,
-        where: MemoryFilter | None = None,
-    ) -> list[StoredVersion]:
+    async def list_versions(self, page: VersionPage) -> list[StoredVersion]:
         return await self._read(
-            lambda conn: reads.list_versions(conn, scope_id, revision, after_key, limit, where),
-            "listing entry versions",
+            lambda conn: reads.list_versions(conn, page), "listing entry versions"
         )
 
     async def changes(
@@ -165,67 +155,46 @@ class SqliteMemoryStore:
             lambda conn: reads.changes(conn, scope_id, since_revision, limit), "reading changes"
         )
 
-    async def fts_candidates(
-        self,
-        scope_id: str,
-        revision: int,
-        terms: Sequence[str],
-        *,
-        limit: int,
-        fields: FieldWeights | None = None,
-        where: MemoryFilter | None = None,
-    ) -> list[FtsCandidate]:
-        wanted = [str(term) for term in terms]
-        if not wanted:
+    async def fts_candidates(self, query: FtsQuery) -> list[FtsCandidate]:
+        wanted = replace(query, terms=[str(term) for term in query.terms])
+        if not wanted.terms:
             return []
         if self.index.fulltext == "fts5":
             return await self._read(
-                lambda conn: reads.fts5_candidates(conn, scope_id, revision, wanted, limit, where),
-                "searching the full-text index",
+                lambda conn: reads.fts5_candidates(conn, wanted), "searching the full-text index"
             )
-        postings = self._terms.get(scope_id)
-        allowed = await self._filtered_keys(scope_id, revision, where)
+        postings = self._terms.get(query.scope_id)
+        allowed = await self._filtered_keys(query)
+        fields = query.fields or FieldWeights()
 
         def work(conn: sqlite3.Connection) -> list[FtsCandidate]:
             with postings.lock:
                 postings.refresh(conn)
-                return postings.search(revision, wanted, limit, fields or FieldWeights(), allowed)
+                return postings.search(query.revision, wanted.terms, query.limit, fields, allowed)
 
         return await self._read(work, "searching the full-text index")
 
-    async def vector_candidates(
-        self,
-        scope_id: str,
-        revision: int,
-        profile_id: str,
-        query: Vector,
-        *,
-        limit: int,
-        where: MemoryFilter | None = None,
-    ) -> list[VectorCandidate]:
-        vector = query_array(query)
-        matrix = self._vectors.get(scope_id, profile_id)
-        allowed = await self._filtered_keys(scope_id, revision, where)
+    async def vector_candidates(self, query: VectorQuery) -> list[VectorCandidate]:
+        vector = query_array(query.vector)
+        matrix = self._vectors.get(query.scope_id, query.profile_id)
+        allowed = await self._filtered_keys(query)
 
         def work(conn: sqlite3.Connection) -> list[VectorCandidate]:
             with matrix.lock:
                 matrix.refresh(conn)
-                return matrix.search(revision, vector, limit, allowed)
+                return matrix.search(query.revision, vector, query.limit, allowed)
 
         return await self._read(work, "searching vectors")
 
-    async def _filtered_keys(
-        self, scope_id: str, revision: int, where: MemoryFilter | None
-    ) -> Keys | None:
+    async def _filtered_keys(self, query: RevisionQuery) -> Keys | None:
         """One scan per (scope, revision, filter) in flight, shared by concurrent channels."""
 
         async def scan() -> Keys | None:
             return await self._read(
-                lambda conn: reads.filtered_keys(conn, scope_id, revision, where),
-                "filtering entries",
+                lambda conn: reads.filtered_keys(conn, query), "filtering entries"
             )
 
-        return await self.filter_scans.keys(scope_id, revision, where, scan)
+        return await self.filter_scans.keys(query.scope_id, query.revision, query.where, scan)
 
     async def missing_vector_count(self, scope_id: str, revision: int, profile_id: str) -> int:
         matrix = self._vectors.get(scope_id, profile_id)
@@ -313,26 +282,18 @@ class SqliteMemoryStore:
 
         await asyncio.to_thread(run)
 
-    async def erase(
-        self,
-        scope_id: str,
-        expected_head: int | None,
-        entry_ids: Sequence[str] | None,
-        *,
-        actor: str | None,
-        reason: str | None,
-    ) -> ErasureResult:
-        wanted = None if entry_ids is None else list(entry_ids)
+    async def erase(self, request: ErasureRequest) -> ErasureResult:
+        entry_ids = request.entry_ids
+        wanted = replace(request, entry_ids=None if entry_ids is None else list(entry_ids))
 
         def work(conn: sqlite3.Connection) -> ErasureResult:
-            now = datetime.now(UTC)
-            return erasure.erase(conn, scope_id, expected_head, wanted, now, actor, reason)
+            return erasure.erase(conn, wanted, datetime.now(UTC))
 
         def run() -> ErasureResult:
             result = self._pool.write(work, "erasing entries")
             if result.erased:
-                self._terms.drop(scope_id)
-                self._vectors.drop(scope_id)
+                self._terms.drop(request.scope_id)
+                self._vectors.drop(request.scope_id)
                 # Snapshot files hold the erased tokens and vectors too; a snapshot another
                 # process writes from an older read carries an older erasure count and is
                 # cleared when mapped (storage.sqlite.snapshots).

@@ -123,15 +123,11 @@ def _map(terms: ScopeTerms, fields: dict[str, Any], arrays: dict[str, npt.NDArra
         int(row): np.array(ids[rewritten_offsets[i] : rewritten_offsets[i + 1]])
         for i, row in enumerate(arrays["rewritten_rows"].tolist())
     }
-    terms.rows_since_snapshot = 0
-    terms.snapshot_size = terms.size
+    terms.matches_snapshot()
 
 
-def restore(terms: ScopeTerms, conn: sqlite3.Connection) -> bool:
-    """Map the scope's postings snapshot if it still describes this database."""
-    path = terms.snapshot
-    if path is None or not path.is_file():
-        return False
+def restore(terms: ScopeTerms, conn: sqlite3.Connection, path: Path) -> bool:
+    """Map the scope's postings snapshot file if it still describes this database."""
     fields = mapped.read_fields(path, MAGIC)
     if fields is None or fields.get("scope_id") != terms.scope_id or not fields["size"]:
         log.info("ignoring the postings snapshot %s", path)

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -43,7 +42,7 @@ from powercontext.memory.ports import Vector, VectorCandidate
 from powercontext.storage.sqlite import snapshots
 from powercontext.storage.sqlite.ann import HnswIndex, IndexOptions
 from powercontext.storage.sqlite.lru import LruCache
-from powercontext.storage.sqlite.reads import head_and_erasures
+from powercontext.storage.sqlite.scope_cache import ScopeCache
 from powercontext.storage.sqlite.signbits import SignBits, sign_bit_recall
 
 log = logging.getLogger("powercontext.storage")
@@ -62,8 +61,9 @@ def unit(vector: Vector) -> Vector:
     return array / norm if norm > 0 else array.copy()
 
 
-class VectorMatrix:
-    """The cached rows of one (scope, profile). Callers hold `lock` around refresh + use."""
+class VectorMatrix(ScopeCache):
+    """The cached rows of one (scope, profile) (snapshot: snapshots.py). Callers hold `lock`
+    around refresh + use."""
 
     def __init__(
         self,
@@ -72,13 +72,9 @@ class VectorMatrix:
         options: IndexOptions | None = None,
         snapshot: Path | None = None,
     ) -> None:
-        self.scope_id = scope_id
+        super().__init__(scope_id, snapshot)
         self.profile_id = profile_id
         self.options = options or IndexOptions(ann=False)
-        self.lock = threading.Lock()
-        self.snapshot = snapshot
-        """This matrix's snapshot file (snapshots.py); None: never persisted."""
-        self._snapshot_tried = snapshot is None
         self._clear()
 
     def _clear(self) -> None:
@@ -127,14 +123,8 @@ class VectorMatrix:
         """Catch up with the database, within the caller's read transaction; with `persist`,
         write a snapshot if one is due (searches do; the writers' bookkeeping does not, so that
         an ingest does not rewrite it at every quarter of growth)."""
-        if not self._snapshot_tried:
-            self._snapshot_tried = True
-            snapshots.restore(self, conn)
-        head, erasures = head_and_erasures(conn, self.scope_id)
-        if erasures != self.erasures:
-            # Erased vectors (and the ANN graph and sign bits built from them) must go.
-            self._clear()
-            self.erasures = erasures
+        # After an erasure the vectors, and the ANN graph and sign bits built from them, go.
+        head = self.catch_up(conn, snapshots.restore, self._clear)
         rows: list[VectorRow] = conn.execute(
             "SELECT e.vector_id, e.key, e.vector, v.added_revision, v.removed_revision "
             "FROM entry_vectors e JOIN entry_versions v ON v.key = e.key "
