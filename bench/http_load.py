@@ -8,6 +8,7 @@ httpx async clients in this process, in fts mode. Each level is bounded by `--re
     python bench/http_load.py          # 10k entries; writes bench/results/http_load.json
     python bench/http_load.py --entries 2000 --seconds 3 --concurrency 1 16
     python bench/http_load.py --concurrency 1 --profile /tmp/server.prof   # where the CPU goes
+    python bench/http_load.py --rounds 5 --baseline /tmp/old/src   # before/after, interleaved
 """
 
 from __future__ import annotations
@@ -88,16 +89,23 @@ finally:
 
 
 def start_server(
-    db: Path, port: int, embedding_model: str = "none", profile: Path | None = None
+    db: Path,
+    port: int,
+    embedding_model: str = "none",
+    profile: Path | None = None,
+    pythonpath: str | None = None,
 ) -> subprocess.Popen[bytes]:
     """The server process; with `profile`, under cProfile, which writes its stats there when
-    the server exits (SIGTERM: uvicorn shuts down cleanly)."""
+    the server exits (SIGTERM: uvicorn shuts down cleanly); with `pythonpath`, importing
+    powercontext from there (another checkout's src, to compare)."""
     env = os.environ | {
         "POWERCONTEXT_SERVER_DATABASE_URL": f"sqlite:///{db}",
         "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL": embedding_model,
         "POWERCONTEXT_SERVER_HTTP_HOST": "127.0.0.1",
         "POWERCONTEXT_SERVER_HTTP_PORT": str(port),
     }
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
     command = ["-m", "powercontext.cli", "server", "run"]
     if profile is not None:
         command = ["-c", _PROFILED_SERVER.format(output=str(profile)), "server", "run"]
@@ -224,24 +232,17 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="pc-http-load-") as tmp:
         db = Path(tmp) / "load.db"
         seed_seconds = await seed(db, args.entries, vocabulary, rng)
-        port = _free_port()
-        url = f"http://127.0.0.1:{port}"
-        process = start_server(db, port, profile=args.profile)
-        try:
-            await wait_ready(url, process)
-            levels = []
-            for concurrency in args.concurrency:
-                result = await load(
-                    url, concurrency, args.requests, args.seconds, queries, process.pid
-                )
-                print(json.dumps(result), flush=True)
-                levels.append(result)
-        finally:
-            # uvicorn re-raises the signal it shut down on; SIGINT ends in KeyboardInterrupt,
-            # which lets cProfile write its stats, where SIGTERM's default action would not.
-            process.send_signal(signal.SIGINT if args.profile else signal.SIGTERM)
-            process.wait(timeout=30)
-    return {
+        servers: dict[str, str | None] = {"this": None}
+        if args.baseline is not None:
+            servers = {"baseline": args.baseline, "this": None}
+        runs: dict[str, list[list[dict[str, Any]]]] = {name: [] for name in servers}
+        for round_ in range(args.rounds):
+            for name, pythonpath in servers.items():  # interleaved: load drifts between rounds
+                levels = await serve_levels(db, args, queries, pythonpath)
+                for result in levels:
+                    print(json.dumps({"server": name, "round": round_ + 1} | result), flush=True)
+                runs[name].append(levels)
+    report: dict[str, Any] = {
         "benchmark": "http_search_fts",
         "powercontext": __version__,
         "python": platform.python_version(),
@@ -253,8 +254,59 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "server": "powercontext server run (uvicorn, 1 worker, access log on, SQLite)",
         "client": "one httpx.AsyncClient per concurrent client, one process, same machine",
         "load_average_after": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-        "levels": levels,
+        "http": _http_stack(),
+        "rounds": args.rounds,
+        "levels": _medians(runs["this"]),
     }
+    if args.baseline is not None:
+        report["baseline"] = {"pythonpath": args.baseline, "levels": _medians(runs["baseline"])}
+    return report
+
+
+async def serve_levels(
+    db: Path, args: argparse.Namespace, queries: list[str], pythonpath: str | None
+) -> list[dict[str, Any]]:
+    """One server process (a fresh one per round), every concurrency level against it."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    process = start_server(db, port, profile=args.profile, pythonpath=pythonpath)
+    try:
+        await wait_ready(url, process)
+        return [
+            await load(url, concurrency, args.requests, args.seconds, queries, process.pid)
+            for concurrency in args.concurrency
+        ]
+    finally:
+        # uvicorn re-raises the signal it shut down on; SIGINT ends in KeyboardInterrupt,
+        # which lets cProfile write its stats, where SIGTERM's default action would not.
+        process.send_signal(signal.SIGINT if args.profile else signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+def _medians(rounds: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per level, the median of each figure over the rounds (the rounds' server CPU too)."""
+    levels = []
+    for runs in zip(*rounds, strict=True):
+        level: dict[str, Any] = {}
+        for key, value in runs[0].items():
+            values = [run[key] for run in runs]
+            numeric = isinstance(value, float | int) and None not in values
+            if numeric and key != "concurrency":
+                value = round(statistics.median(values), 3)
+            level[key] = value
+        if len(runs) > 1:
+            level["server_cpu_ms_per_request_rounds"] = [
+                run["server_cpu_ms_per_request"] for run in runs
+            ]
+        levels.append(level)
+    return levels
+
+
+def _http_stack() -> str:
+    """The HTTP parser and event loop `server run` picks in this environment."""
+    from powercontext.server.runner import _http_implementation, _loop_factory
+
+    return f"{_http_implementation()} on {'asyncio' if _loop_factory() is None else 'uvloop'}"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -265,6 +317,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=8.0, help="per level, at most")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="repeat every level on a fresh server; the report keeps each figure's median",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="PYTHONPATH",
+        default=None,
+        help="also run a server importing powercontext from here (e.g. an older checkout's "
+        "src), alternating with this one every round, and report it as `baseline`",
+    )
     parser.add_argument(
         "--profile",
         type=Path,

@@ -7,6 +7,7 @@ exact search, honour the revision being read, and pick up writes of another stor
 
 from __future__ import annotations
 
+from dataclasses import replace
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Literal
@@ -16,6 +17,7 @@ import numpy.typing as npt
 import pytest
 
 from powercontext.inference.embeddings.hashing import HashingEmbedder
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.ports import (
     CommitRequest,
     FtsQuery,
@@ -27,7 +29,7 @@ from powercontext.memory.ports import (
     VersionPage,
 )
 from powercontext.memory.search.analyze import index_tokens
-from powercontext.storage.sqlite import IndexOptions, SqliteMemoryStore
+from powercontext.storage.sqlite import IndexOptions, SqliteMemoryStore, fulltext
 
 # hnswlib is the optional `[hnsw]` extra (it compiles C++); the dev install includes it.
 HAS_HNSWLIB = find_spec("hnswlib") is not None
@@ -113,6 +115,42 @@ async def test_memory_bm25_returns_what_fts5_matches(tmp_path: Path) -> None:
     finally:
         await memory.close()
         await sql.close()
+
+
+async def test_rare_terms_score_only_their_rows_and_rank_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Terms whose postings hold few rows are scored over those rows alone (_search_sparse);
+    the answer, floats included, is the dense path's, at every revision, limit and filter."""
+    store = await SqliteMemoryStore.open(tmp_path / "m.sqlite3")
+    try:
+        texts = _texts(400, seed=5)
+        changes = [_add(i, t) for i, t in enumerate(texts)]
+        changes[::3] = [
+            PlannedChange(op="add", new=replace(c.new, kind="event"))
+            for c in changes[::3]
+            if c.new is not None
+        ]
+        await store.commit(CommitRequest("s", None, changes))
+        listed = await store.list_versions(VersionPage("s", 1, after_key=None, limit=40))
+        await store.commit(CommitRequest("s", 1, [_retire(v) for v in listed]))
+        only_events = MemoryFilter(kinds=("event",))
+        for revision in (1, 2):
+            for terms in (["golf"], ["alpha", "hotel"], ["india", "echo", "bravo", "nothing"]):
+                for limit in (1, 7, 1000):
+                    for where in (None, only_events):
+                        answers = []
+                        for share in (0, 10**9):  # dense, then sparse
+                            monkeypatch.setattr(fulltext, "_SPARSE_SHARE", share)
+                            answers.append(
+                                await store.fts_candidates(
+                                    FtsQuery("s", revision, terms, limit=limit, where=where)
+                                )
+                            )
+                        assert answers[0] == answers[1]
+                        assert answers[0], (revision, terms, limit, where)
+    finally:
+        await store.close()
 
 
 async def test_postings_pick_up_another_store_s_writes(tmp_path: Path) -> None:

@@ -74,21 +74,21 @@ def _scope_id(body: ScopedBody) -> str:
     return body.scope_id
 
 
-_bearer = HTTPBearer(
+bearer = HTTPBearer(
     auto_error=False,
     description="An API key; required when auth is enabled (always off by default on loopback).",
 )
 
 
-async def _caller(
+async def caller(
     request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> KeyGrant:
     token = credentials.credentials if credentials is not None else None
     return state_of(request).authority.authenticate(token)
 
 
-Caller = Annotated[KeyGrant, Depends(_caller)]
+Caller = Annotated[KeyGrant, Depends(caller)]
 """The HTTP caller's grant: a dependency resolved before the body is validated (401 first)."""
 
 

@@ -10,13 +10,18 @@ with its own app and runtime on the same database (a file or PostgreSQL: writes 
 processes are serialized by the store and retried on a lost race). The parent opens the
 runtime once first, so configuration errors still come out as one line and schema
 migrations run once before the workers start.
+
+uvicorn parses HTTP with httptools and runs on uvloop when they are importable (core
+dependencies, prebuilt wheels; both are C): about a tenth of the server's CPU per search
+request against h11 and asyncio's pure-Python loop. Without them it falls back to h11 and
+asyncio, with the same behaviour.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -42,7 +47,26 @@ def serve(settings: ServerSettings | None = None, *, workers: int = 1) -> None:
     if workers > 1:
         _serve_workers(settings, workers)
     else:
-        asyncio.run(_serve(settings))
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            runner.run(_serve(settings))
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop when it is installed, else None (asyncio's own)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
+def _http_implementation() -> str:
+    """httptools (C) when it is installed, else h11 (pure Python)."""
+    try:
+        import httptools  # noqa: F401
+    except ImportError:
+        return "h11"
+    return "httptools"
 
 
 def worker_app() -> PowerContextApp:
@@ -72,8 +96,11 @@ def _serve_workers(settings: ServerSettings, workers: int) -> None:
 
 
 def _uvicorn_options(settings: ServerSettings) -> dict[str, Any]:
-    """What every way of serving passes uvicorn: our own logging, no server header."""
+    """What every way of serving passes uvicorn: our own logging, no server header, the
+    fastest HTTP parser and event loop installed."""
     return {
+        "http": _http_implementation(),
+        "loop": "asyncio" if _loop_factory() is None else "uvloop",
         "host": settings.http.host,
         "port": settings.http.port,
         "log_config": None,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from powercontext.memory.models import Channel
 from powercontext.memory.ports import FtsCandidate, VectorCandidate
-from powercontext.memory.search.fields import matched_terms
+from powercontext.memory.search.fields import matched_terms, term_fields
 
 DEFAULT_MIN_SIMILARITY = 0.3
 
@@ -44,11 +44,17 @@ def admit(
     floored = [c for c in fts_found if min_score is None or c.score >= min_score]
     distinct = frozenset(terms)
     need = required_fts_terms(len(distinct))
+    if need == 1:
+        # One term in any field: one set test per candidate (most queries are this short).
+        spelled = term_fields(distinct)
+        fts_keys = [c.key for c in floored if not spelled.isdisjoint(c.tokens)]
+    else:
+        fts_keys = [c.key for c in floored if matched_terms(distinct, c.tokens) >= need]
     return Admission(
         fts_found=floored,
         vector_found=list(vector_found),
         keys={
-            "fts": [c.key for c in floored if matched_terms(distinct, c.tokens) >= need],
+            "fts": fts_keys,
             "vector": [c.key for c in vector_found if c.similarity >= min_similarity],
         },
     )

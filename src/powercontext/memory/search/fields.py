@@ -40,6 +40,13 @@ def own_length(tokens: Iterable[str]) -> int:
     return sum(1 for token in tokens if not token.startswith(PREFIXES))
 
 
+def term_fields(terms: Iterable[str]) -> frozenset[str]:
+    """Every field's token of each term: an entry matches some term iff it holds one."""
+    return frozenset(
+        token for term in terms for token in (term, CONTEXT_PREFIX + term, SPEAKER_PREFIX + term)
+    )
+
+
 def matched_terms(terms: frozenset[str], tokens: frozenset[str]) -> int:
     """How many distinct query terms the entry matches, in any field."""
     return sum(

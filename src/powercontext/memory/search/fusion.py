@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from powercontext.memory.models import Channel, ChannelScore
@@ -43,15 +43,22 @@ def fuse_rrf(
             seen.add(key)
             scores[key] = scores.get(key, 0.0) + weight / (k + rank)
             matched.setdefault(key, []).append(channel)
-    ordered = sorted(scores, key=lambda key: (-scores[key], key))[:limit]
+    # Best first, ties by the smaller key: a stable sort by score of the keys in key order.
+    ordered = sorted(sorted(scores), key=scores.__getitem__, reverse=True)[:limit]
     return [FusedCandidate(key, scores[key], tuple(matched[key])) for key in ordered]
 
 
 def channel_scores(
-    admitted: Mapping[Channel, Sequence[int]], raw: Mapping[Channel, Mapping[int, float]]
+    admitted: Mapping[Channel, Sequence[int]],
+    raw: Mapping[Channel, Mapping[int, float]],
+    keys: Collection[int] | None = None,
 ) -> dict[int, tuple[ChannelScore, ...]]:
     """Each admitted key's rank (as fuse_rrf counts it: best rank, from 1) and raw score per
-    channel, in channel order: what a caller needs to judge a hit and set a floor."""
+    channel, in channel order: what a caller needs to judge a hit and set a floor.
+
+    `keys`: only these keys are explained (the pool the page is cut from); ranks still count
+    every admitted key."""
+    wanted = None if keys is None else frozenset(keys)
     found: dict[int, list[ChannelScore]] = {}
     for channel in CHANNEL_ORDER:
         scores = raw.get(channel, {})
@@ -60,6 +67,8 @@ def channel_scores(
             if key in seen:
                 continue
             seen.add(key)
+            if wanted is not None and key not in wanted:
+                continue
             explained = ChannelScore(channel=channel, rank=rank, score=scores.get(key, 0.0))
             found.setdefault(key, []).append(explained)
     return {key: tuple(items) for key, items in found.items()}

@@ -22,7 +22,8 @@ def named_participants(terms: Sequence[str], candidates: Sequence[FtsCandidate])
     wanted = {SPEAKER_PREFIX + term: term for term in terms}
     named: set[str] = set()
     for candidate in candidates:
-        named.update(wanted[token] for token in candidate.tokens & wanted.keys())
+        if not candidate.tokens.isdisjoint(wanted):  # the usual case: no name at all
+            named.update(wanted[token] for token in candidate.tokens & wanted.keys())
     return frozenset(named)
 
 

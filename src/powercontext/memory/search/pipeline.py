@@ -236,14 +236,16 @@ class SearchPipeline:
             fts_found, vector_found, plan.terms, min_similarity=floor, min_score=request.min_score
         )
         admitted = await self._feed_back(scope_id, head, plan, admitted, floor)
+        fused = await self._fuse(scope_id, plan, admitted)
         explained = channel_scores(
             admitted.keys,
             {
                 "fts": {c.key: c.score for c in admitted.fts_found},
                 "vector": {c.key: c.similarity for c in admitted.vector_found},
             },
+            keys=[f.key for f in fused],  # only the pool's hits carry an explanation
         )
-        return Retrieved(await self._fuse(scope_id, plan, admitted), explained)
+        return Retrieved(fused, explained)
 
     async def _feed_back(
         self, scope_id: str, head: int, plan: QueryPlan, admitted: Admission, floor: float

@@ -49,6 +49,9 @@ _REPLAY_LIMIT = 1_000
 read afresh, since each replayed row scans its terms' postings."""
 _FETCH = 20_000
 """Rows read per fetchmany while filling the cache, bounding the transient Python objects."""
+_SPARSE_SHARE = 8
+"""A search whose terms' postings hold fewer than 1/8 of the scope's rows scores those rows
+only; above that one vectorized pass over every row is cheaper."""
 
 
 class Postings:
@@ -293,14 +296,13 @@ class ScopeTerms(ScopeCache):
         self.token_used = used
 
     def tokens(self, row: int) -> frozenset[str]:
-        names = self.names
+        # map over a list, not a generator: every candidate of every search passes here.
+        name = self.names.__getitem__
         rewritten = self.rewritten.get(row)
         if rewritten is not None:
-            return frozenset(names[i] for i in rewritten.tolist())
+            return frozenset(map(name, rewritten.tolist()))
         first = int(self.token_end[row - 1]) if row else 0
-        return frozenset(
-            names[i] for i in self.row_tokens[first : int(self.token_end[row])].tolist()
-        )
+        return frozenset(map(name, self.row_tokens[first : int(self.token_end[row])].tolist()))
 
     def _reserve(self, needed: int) -> None:
         if needed <= self.keys.shape[0]:
@@ -401,6 +403,8 @@ class ScopeTerms(ScopeCache):
         found = [w for t in dict.fromkeys(terms) if (w := self._term_weights(t, fields))]
         if not found or limit <= 0:
             return []
+        if sum(term_rows.shape[0] for term_rows, _ in found) * _SPARSE_SHARE < self.size:
+            return self._search_sparse(revision, found, limit, allowed)
         scores = np.zeros(self.size, dtype=np.float64)
         for term_rows, weights in found:
             # A term's rows are distinct, so a fancy-indexed add never drops a repeat.
@@ -411,8 +415,8 @@ class ScopeTerms(ScopeCache):
             keep = np.zeros(self.size, dtype=bool)
             keep[_rows_of(self.keys[: self.size], allowed)] = True
             scores[~keep] = 0.0
-        # One partition over every row beats gathering the matching rows first: common words
-        # match most of a scope, and the head usually has no inactive rows to mask.
+        # Common words match much of a scope: then one partition over every row beats
+        # gathering the matching rows first (_search_sparse, for rare words).
         if limit < scores.shape[0]:
             rows = np.argpartition(-scores, limit - 1)[:limit]
             # The partition picks any of the rows tied at the cut; ties go by key, so every
@@ -423,16 +427,48 @@ class ScopeTerms(ScopeCache):
         else:
             rows = np.arange(scores.shape[0])
         rows = rows[scores[rows] > 0]
-        if rows.size == 0:
-            return []
-        candidates = scores[rows]
+        return self._candidates(rows, scores[rows], limit)
+
+    def _search_sparse(
+        self,
+        revision: int,
+        found: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]],
+        limit: int,
+        allowed: npt.NDArray[np.int64] | None,
+    ) -> list[FtsCandidate]:
+        """`search` when the terms are rare: only the rows holding one are scored, each row's
+        sum taken in the same term order as the dense path (the same floats, the same ranks)."""
+        rows, inverse = np.unique(
+            np.concatenate([term_rows for term_rows, _ in found]), return_inverse=True
+        )
+        scores = np.bincount(
+            inverse.reshape(-1),
+            weights=np.concatenate([weights for _, weights in found]),
+            minlength=rows.shape[0],
+        ).astype(np.float64, copy=False)
+        inactive = self._inactive_rows(revision)
+        if inactive.size:
+            scores[np.isin(rows, inactive)] = 0.0
+        if allowed is not None:
+            scores[~np.isin(rows, _rows_of(self.keys[: self.size], allowed))] = 0.0
+        keep = scores > 0
+        return self._candidates(rows[keep], scores[keep], limit)
+
+    def _candidates(
+        self, rows: npt.NDArray[np.int64], scores: npt.NDArray[np.float64], limit: int
+    ) -> list[FtsCandidate]:
+        """The best `limit` of these rows (their scores all > 0), best first, ties by key."""
         keys = self.keys[rows]
-        order = np.lexsort((keys, -candidates))[:limit]  # best first; ties by key
+        order = np.lexsort((keys, -scores))[:limit]
+        tokens = self.tokens
         return [
-            FtsCandidate(
-                key=int(keys[i]), score=float(candidates[i]), tokens=self.tokens(int(rows[i]))
+            FtsCandidate(key=key, score=score, tokens=tokens(row))
+            for key, score, row in zip(
+                keys[order].tolist(),
+                scores[order].tolist(),
+                rows[order].tolist(),
+                strict=True,
             )
-            for i in order
         ]
 
 
