@@ -193,6 +193,21 @@ class VectorQuery(RevisionQuery):
 
 
 @dataclass(frozen=True, slots=True)
+class TombstoneQuery:
+    """A read of the tombstones of one version (`entry_version_id`) or of every version of
+    one entry (`entry_id`) of a scope: exactly one of the two is named."""
+
+    scope_id: str
+    _: KW_ONLY
+    entry_id: str | None = None
+    entry_version_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.entry_id is None) == (self.entry_version_id is None):
+            raise ValueError("a tombstone query names one of entry_id and entry_version_id")
+
+
+@dataclass(frozen=True, slots=True)
 class ScopeWrite:
     """A write that makes the next revision of a scope: a compare-and-swap on its head, which
     must still be `expected_head` (None or 0: the scope has no revision yet)."""
@@ -334,9 +349,7 @@ class MemoryStore(Protocol):
         unrecoverable as far as the backend can by itself (see each adapter)."""
         ...
 
-    async def tombstones(
-        self, scope_id: str, *, entry_id: str | None = None, entry_version_id: str | None = None
-    ) -> list[Tombstone]:
+    async def tombstones(self, query: TombstoneQuery) -> list[Tombstone]:
         """Tombstones of one entry or of one version, ascending by version."""
         ...
 
