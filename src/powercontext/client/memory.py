@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+import inspect
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Sequence,
+)
+from typing import Any, Concatenate, ParamSpec, TypeVar, get_args, get_type_hints
 
 from powercontext.client import transfer, wire
 from powercontext.client.batches import merge_results
@@ -12,12 +22,10 @@ from powercontext.memory.erasure import (
     ForgetScopeRequest,
     MemoryForgetResult,
 )
-from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.history import MemoryEntryHistory
 from powercontext.memory.models import (
     MemoryChangesPage,
     MemoryCitation,
-    MemoryEntriesPage,
     MemoryEntry,
     MemoryRef,
     MemorySearchPage,
@@ -31,6 +39,48 @@ from powercontext.memory.models import (
 from powercontext.memory.scoped import validate_scope_id
 from powercontext.memory.scopes import ScopeSummary
 from powercontext.memory.transfer import ImportProgress, ImportResult, OnExisting
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _awaited(
+    name: str, call: Callable[Concatenate[str, P], wire.Call[T]]
+) -> Callable[Concatenate[AsyncScopedMemoryClient, P], Coroutine[Any, Any, T]]:
+    """The async client's method `name` that runs `call` for its scope: its parameters and
+    their types are `call`'s after the scope id, declared once for both clients."""
+
+    async def method(self: AsyncScopedMemoryClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._t.run(call(self.scope_id, *args, **kwargs))
+
+    return _described(method, name, call, "AsyncScopedMemoryClient")
+
+
+def _blocking(
+    name: str, call: Callable[Concatenate[str, P], wire.Call[T]]
+) -> Callable[Concatenate[SyncScopedMemoryClient, P], T]:
+    """The sync client's method `name`: as `_awaited`, blocking."""
+
+    def method(self: SyncScopedMemoryClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._t.run(call(self.scope_id, *args, **kwargs))
+
+    return _described(method, name, call, "SyncScopedMemoryClient")
+
+
+M = TypeVar("M", bound=Callable[..., Any])
+
+
+def _described(method: M, name: str, call: Callable[..., Any], owner: str) -> M:
+    """`method` named as its class attribute, with `call`'s signature (`self` for the scope
+    id, returning what the call parses), for help() and introspection."""
+    signature = inspect.signature(call)
+    scope, *rest = signature.parameters.values()
+    method.__name__, method.__qualname__ = name, f"{owner}.{name}"
+    method.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[scope.replace(name="self", annotation=inspect.Parameter.empty), *rest],
+        return_annotation=get_args(get_type_hints(call)["return"])[0],
+    )
+    return method
 
 
 def _forget_request(request: ForgetMemoryRequest | str) -> ForgetMemoryRequest:
@@ -98,18 +148,7 @@ class AsyncScopedMemoryClient:
         """Every version and change of one entry, newest first, as of `revision`."""
         return await self._t.run(wire.history(self.scope_id, entry_id, revision))
 
-    async def list(
-        self,
-        *,
-        revision: int | None = None,
-        cursor: str | None = None,
-        limit: int = 100,
-        where: MemoryFilter | None = None,
-    ) -> MemoryEntriesPage:
-        call = wire.list_entries(
-            self.scope_id, revision=revision, cursor=cursor, limit=limit, where=where
-        )
-        return await self._t.run(call)
+    list = _awaited("list", wire.list_entries)
 
     async def changes(self, since_revision: int = 0, *, limit: int = 1000) -> MemoryChangesPage:
         return await self._t.run(wire.changes(self.scope_id, since_revision, limit))
@@ -194,18 +233,7 @@ class SyncScopedMemoryClient:
         """Every version and change of one entry, newest first, as of `revision`."""
         return self._t.run(wire.history(self.scope_id, entry_id, revision))
 
-    def list(
-        self,
-        *,
-        revision: int | None = None,
-        cursor: str | None = None,
-        limit: int = 100,
-        where: MemoryFilter | None = None,
-    ) -> MemoryEntriesPage:
-        call = wire.list_entries(
-            self.scope_id, revision=revision, cursor=cursor, limit=limit, where=where
-        )
-        return self._t.run(call)
+    list = _blocking("list", wire.list_entries)
 
     def changes(self, since_revision: int = 0, *, limit: int = 1000) -> MemoryChangesPage:
         return self._t.run(wire.changes(self.scope_id, since_revision, limit))

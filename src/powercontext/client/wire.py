@@ -215,11 +215,12 @@ def _batch_pages(payload: Any) -> tuple[MemorySearchPage, ...]:
 def list_entries(
     scope_id: str,
     *,
-    revision: int | None,
-    cursor: str | None,
-    limit: int,
+    revision: int | None = None,
+    cursor: str | None = None,
+    limit: int = 100,
     where: MemoryFilter | None = None,
 ) -> Call[MemoryEntriesPage]:
+    """The SDK clients' `list` (client.memory): its parameters and defaults are theirs."""
     body: dict[str, Any] = {"scope_id": scope_id, "limit": limit}
     if where is not None:
         body["filter"] = where.model_dump(mode="json", exclude_none=True)

@@ -24,7 +24,23 @@ Vector = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True, slots=True)
-class StoredVersion:
+class VersionFields:
+    """What an entry version holds, stored (StoredVersion) or about to be (NewVersion)."""
+
+    entry_id: str
+    entry_version_id: str
+    version: int
+    kind: str
+    text: str
+    metadata: dict[str, Any]
+    _: KW_ONLY
+    thread: str | None = None
+    occurred_at: datetime | None = None
+    """As written; None when the caller gave none (the event time is then `created_at`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredVersion(VersionFields):
     """One immutable entry version as a backend holds it.
 
     `key` is the backend's stable integer row key: it orders versions by insertion and is the
@@ -32,18 +48,9 @@ class StoredVersion:
     """
 
     key: int
-    entry_id: str
-    entry_version_id: str
-    version: int
-    kind: str
-    text: str
-    metadata: dict[str, Any]
     created_at: datetime
     added_revision: int
     removed_revision: int | None
-    thread: str | None = None
-    occurred_at: datetime | None = None
-    """As written; None when the caller gave none (the event time is then `created_at`)."""
 
     @property
     def event_time(self) -> datetime:
@@ -56,17 +63,9 @@ class StoredVersion:
 
 
 @dataclass(frozen=True, slots=True)
-class NewVersion:
-    entry_id: str
-    entry_version_id: str
-    version: int
-    kind: str
-    text: str
-    metadata: dict[str, Any]
+class NewVersion(VersionFields):
     index_tokens: str
     """Space-joined analyzer tokens the full-text channel indexes (see search.analyze)."""
-    thread: str | None = None
-    occurred_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +190,21 @@ class VectorQuery(RevisionQuery):
 
     profile_id: str
     vector: Vector
+
+
+@dataclass(frozen=True, slots=True)
+class TombstoneQuery:
+    """A read of the tombstones of one version (`entry_version_id`) or of every version of
+    one entry (`entry_id`) of a scope: exactly one of the two is named."""
+
+    scope_id: str
+    _: KW_ONLY
+    entry_id: str | None = None
+    entry_version_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.entry_id is None) == (self.entry_version_id is None):
+            raise ValueError("a tombstone query names one of entry_id and entry_version_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,9 +349,7 @@ class MemoryStore(Protocol):
         unrecoverable as far as the backend can by itself (see each adapter)."""
         ...
 
-    async def tombstones(
-        self, scope_id: str, *, entry_id: str | None = None, entry_version_id: str | None = None
-    ) -> list[Tombstone]:
+    async def tombstones(self, query: TombstoneQuery) -> list[Tombstone]:
         """Tombstones of one entry or of one version, ascending by version."""
         ...
 

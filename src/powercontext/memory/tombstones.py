@@ -8,7 +8,7 @@ by id, raises ErasedError (HTTP 410 `erased`) from them; it never resolves to co
 from __future__ import annotations
 
 from powercontext.memory.errors import ErasedError
-from powercontext.memory.ports import MemoryStore, Tombstone
+from powercontext.memory.ports import MemoryStore, Tombstone, TombstoneQuery
 
 
 def erased_error(tombstone: Tombstone, *, version_cited: bool) -> ErasedError:
@@ -26,12 +26,12 @@ def erased_error(tombstone: Tombstone, *, version_cited: bool) -> ErasedError:
 
 
 async def raise_if_version_erased(store: MemoryStore, scope_id: str, entry_version_id: str) -> None:
-    found = await store.tombstones(scope_id, entry_version_id=entry_version_id)
+    found = await store.tombstones(TombstoneQuery(scope_id, entry_version_id=entry_version_id))
     if found:
         raise erased_error(found[0], version_cited=True)
 
 
 async def raise_if_entry_erased(store: MemoryStore, scope_id: str, entry_id: str) -> None:
-    found = await store.tombstones(scope_id, entry_id=entry_id)
+    found = await store.tombstones(TombstoneQuery(scope_id, entry_id=entry_id))
     if found:
         raise erased_error(found[-1], version_cited=False)

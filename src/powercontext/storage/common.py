@@ -24,6 +24,7 @@ from powercontext.memory.ports import (
     PlannedChange,
     StoredVersion,
     Tombstone,
+    TombstoneQuery,
     Vector,
     VersionPage,
 )
@@ -289,22 +290,19 @@ def idempotent_write_from_row(
     return IdempotentWrite(body_hash=row[0], revision=int(row[1]), keys=tuple(keys(row[2])))
 
 
-def tombstone_query(
-    scope_id: str, entry_id: str | None, entry_version_id: str | None, dialect: Dialect
-) -> tuple[str, tuple[str, str]] | None:
-    """The query for the tombstones of one version (by version id) or of every version of an
-    entry, oldest first; None when neither is named."""
+def tombstone_query(query: TombstoneQuery, dialect: Dialect) -> tuple[str, tuple[str, str]]:
+    """The SQL and parameters of `query` in `dialect`: the tombstones of one version (by
+    version id) or of every version of an entry, oldest first."""
     select = (
         "SELECT entry_id, entry_version_id, version, erased_revision, erased_at, actor "
         "FROM erased_versions WHERE scope_id = ?"
     )
-    if entry_version_id is not None:
-        sql, params = select + " AND entry_version_id = ?", (scope_id, entry_version_id)
-    elif entry_id is not None:
-        sql, params = select + " AND entry_id = ? ORDER BY version", (scope_id, entry_id)
+    if query.entry_version_id is not None:
+        where, value = " AND entry_version_id = ?", query.entry_version_id
     else:
-        return None
-    return sql.replace("?", placeholder(dialect)), params
+        assert query.entry_id is not None  # a TombstoneQuery names one of the two
+        where, value = " AND entry_id = ? ORDER BY version", query.entry_id
+    return (select + where).replace("?", placeholder(dialect)), (query.scope_id, value)
 
 
 def tombstone_from_row(row: Sequence[Any], erased_at: datetime) -> Tombstone:

@@ -3,49 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from powercontext.bench.locomo.backends import BackendUnavailableError
+from powercontext.bench.locomo.backends import BackendUnavailableError, WriteMode
 from powercontext.bench.locomo.chart import CHART_HINT
 from powercontext.bench.locomo.dataset import DatasetError
 from powercontext.bench.locomo.generation import GenerationUnavailableError
-from powercontext.bench.locomo.runner import RunConfig, run_locomo
+from powercontext.bench.locomo.ingest import Granularity
+from powercontext.bench.locomo.judge import JudgePolicy
+from powercontext.bench.locomo.runner import RerankSetting, RunConfig, run_locomo
 from powercontext.bench.locomo.state import RunStateError
 from powercontext.memory.errors import PowerContextError
+from powercontext.memory.models import SearchMode
 
 app = typer.Typer(help="Benchmarks driven through PowerContext's public interfaces.")
-
-
-class Rerank(StrEnum):
-    none = "none"
-    llm = "llm"
-
-
-class Mode(StrEnum):
-    auto = "auto"
-    fts = "fts"
-    vector = "vector"
-    hybrid = "hybrid"
-
-
-class WriteChoice(StrEnum):
-    turns = "turns"
-    batch = "batch"
-
-
-class GranularityChoice(StrEnum):
-    turn = "turn"
-    session = "session"
-
-
-class Judge(StrEnum):
-    strict = "strict"
-    topical = "topical"
-    none = "none"
 
 
 def _fmt(value: float | None) -> str:
@@ -57,19 +31,19 @@ def locomo_command(
     data: Annotated[
         Path, typer.Option(help="LoCoMo JSON file (the official locomo10.json format).")
     ],
-    rerank: Annotated[Rerank, typer.Option(help="Runtime rerank setting.")] = Rerank.none,
-    mode: Annotated[Mode, typer.Option(help="Search mode of every query.")] = Mode.auto,
+    rerank: Annotated[RerankSetting, typer.Option(help="Runtime rerank setting.")] = "none",
+    mode: Annotated[SearchMode, typer.Option(help="Search mode of every query.")] = "auto",
     top_k: Annotated[int, typer.Option(help="Coarse pool size (rerank candidate limit).")] = 30,
     answer_k: Annotated[int, typer.Option(help="Final hits per question.")] = 10,
     granularity: Annotated[
-        GranularityChoice, typer.Option(help="One entry per turn or per session.")
-    ] = GranularityChoice.turn,
+        Granularity, typer.Option(help="One entry per turn or per session.")
+    ] = "turn",
     write: Annotated[
-        WriteChoice,
+        WriteMode,
         typer.Option(help="One remember per entry (as agents write) or one remember_many."),
-    ] = WriteChoice.turns,
+    ] = "turns",
     answer: Annotated[bool, typer.Option(help="Generate answers (needs a model).")] = False,
-    judge: Annotated[Judge, typer.Option(help="LLM-judge policy for answers.")] = Judge.none,
+    judge: Annotated[JudgePolicy, typer.Option(help="LLM-judge policy for answers.")] = "none",
     server: Annotated[
         str | None, typer.Option(help="Run against a server through the SDK (URL).")
     ] = None,
@@ -95,14 +69,14 @@ def locomo_command(
     config = RunConfig(
         data=data,
         out=out,
-        rerank=rerank.value,
-        mode=mode.value,
+        rerank=rerank,
+        mode=mode,
         top_k=top_k,
         answer_k=answer_k,
-        granularity=granularity.value,
-        write=write.value,
+        granularity=granularity,
+        write=write,
         answer=answer,
-        judge=judge.value,
+        judge=judge,
         server=server,
         context_window=context_window,
         conversations=tuple(conversation or ()),

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 
-from powercontext.memory.ports import ErasureRequest, ErasureResult, Tombstone
+from powercontext.memory.ports import ErasureRequest, ErasureResult, Tombstone, TombstoneQuery
 from powercontext.storage.common import (
     ERASED_COLUMNS,
     ErasedRow,
@@ -116,14 +116,6 @@ async def erase(conn: AsyncConnection[TupleRow], request: ErasureRequest) -> Era
     return ErasureResult(revision=revision, erased=tuple(erased_version(r) for r in doomed))
 
 
-async def tombstones(
-    conn: AsyncConnection[TupleRow],
-    scope_id: str,
-    entry_id: str | None,
-    entry_version_id: str | None,
-) -> list[Tombstone]:
-    query = tombstone_query(scope_id, entry_id, entry_version_id, "postgres")
-    if query is None:
-        return []
-    cur = await conn.execute(*query)
+async def tombstones(conn: AsyncConnection[TupleRow], query: TombstoneQuery) -> list[Tombstone]:
+    cur = await conn.execute(*tombstone_query(query, "postgres"))
     return [tombstone_from_row(row, row[4]) for row in await cur.fetchall()]

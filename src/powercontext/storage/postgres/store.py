@@ -31,6 +31,7 @@ from powercontext.memory.ports import (
     IdempotentWrite,
     StoredVersion,
     Tombstone,
+    TombstoneQuery,
     Vector,
     VectorCandidate,
     VectorQuery,
@@ -395,11 +396,9 @@ class PostgresMemoryStore:
     async def scrub(self, scope_id: str) -> None:
         """Nothing the store can do online: VACUUM is the operator's (storage.postgres.erasure)."""
 
-    async def tombstones(
-        self, scope_id: str, *, entry_id: str | None = None, entry_version_id: str | None = None
-    ) -> list[Tombstone]:
+    async def tombstones(self, query: TombstoneQuery) -> list[Tombstone]:
         async with self._connection("reading tombstones") as conn:
-            return await erasure.tombstones(conn, scope_id, entry_id, entry_version_id)
+            return await erasure.tombstones(conn, query)
 
     async def active_count(self, scope_id: str, revision: int) -> int:
         async with self._connection("counting entries") as conn:

@@ -24,7 +24,7 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
-from powercontext.memory.ports import ErasureRequest, ErasureResult, Tombstone
+from powercontext.memory.ports import ErasureRequest, ErasureResult, Tombstone, TombstoneQuery
 from powercontext.storage.common import (
     ERASED_COLUMNS,
     ErasedRow,
@@ -132,16 +132,6 @@ def checkpoint(conn: sqlite3.Connection, target: str) -> None:
         )
 
 
-def tombstones(
-    conn: sqlite3.Connection,
-    scope_id: str,
-    entry_id: str | None,
-    entry_version_id: str | None,
-) -> list[Tombstone]:
-    query = tombstone_query(scope_id, entry_id, entry_version_id, "sqlite")
-    if query is None:
-        return []
-    return [
-        tombstone_from_row(row, datetime.fromisoformat(row[4]))
-        for row in conn.execute(*query).fetchall()
-    ]
+def tombstones(conn: sqlite3.Connection, query: TombstoneQuery) -> list[Tombstone]:
+    rows = conn.execute(*tombstone_query(query, "sqlite")).fetchall()
+    return [tombstone_from_row(row, datetime.fromisoformat(row[4])) for row in rows]

@@ -28,6 +28,7 @@ from powercontext.memory.ports import (
     RevisionQuery,
     StoredVersion,
     Tombstone,
+    TombstoneQuery,
     Vector,
     VectorCandidate,
     VectorQuery,
@@ -314,13 +315,8 @@ class SqliteMemoryStore:
 
         await asyncio.to_thread(run)
 
-    async def tombstones(
-        self, scope_id: str, *, entry_id: str | None = None, entry_version_id: str | None = None
-    ) -> list[Tombstone]:
-        return await self._read(
-            lambda conn: erasure.tombstones(conn, scope_id, entry_id, entry_version_id),
-            "reading tombstones",
-        )
+    async def tombstones(self, query: TombstoneQuery) -> list[Tombstone]:
+        return await self._read(lambda conn: erasure.tombstones(conn, query), "reading tombstones")
 
     async def active_count(self, scope_id: str, revision: int) -> int:
         return await self._read(
