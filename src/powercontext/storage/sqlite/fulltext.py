@@ -422,20 +422,18 @@ class ScopeTerms:
             keep = np.zeros(self.size, dtype=bool)
             keep[_rows_of(self.keys[: self.size], allowed)] = True
             scores[~keep] = 0.0
-        # One partition over every row beats gathering the matching rows first: common words
-        # match most of a scope, and the head usually has no inactive rows to mask.
-        if limit < scores.shape[0]:
-            rows = np.argpartition(-scores, limit - 1)[:limit]
-            # The partition picks any of the rows tied at the cut; ties go by key, so every
-            # row at the cut's score competes.
-            cut = scores[rows].min()
-            if cut > 0:
-                rows = np.union1d(rows[scores[rows] > cut], np.flatnonzero(scores == cut))
-        else:
-            rows = np.arange(scores.shape[0])
-        rows = rows[scores[rows] > 0]
+        # Partition only the rows that scored: finding them is one pass over the scope, and
+        # the partition then works on the matches alone (measured never slower than one
+        # partition over every row, and about twice as fast when the terms are specific).
+        rows = np.flatnonzero(scores > 0)
         if rows.size == 0:
             return []
+        if limit < rows.size:
+            matched = scores[rows]
+            cut = matched[np.argpartition(-matched, limit - 1)[:limit]].min()
+            # The partition picks any of the rows tied at the cut; ties go by key, so every
+            # row at the cut's score competes.
+            rows = rows[matched >= cut]
         candidates = scores[rows]
         keys = self.keys[rows]
         order = np.lexsort((keys, -candidates))[:limit]  # best first; ties by key
