@@ -123,6 +123,11 @@ class RuntimeConfig(_Group):
     term is one more posting list in the second full-text run)."""
     search_feedback_weight: float = Field(default=0.5, ge=0.0, le=10.0)
     """The expansion ranking's weight against the question's own (1.0), merged by RRF."""
+    search_feedback_min_lift: float = Field(default=2.0, ge=0.0, le=100.0)
+    """An expansion term must be at least this many times as common among the feedback
+    entries as among the other full-text candidates: a scope's common words say nothing about
+    the question's topic, and a second run over one ranks a large share of the scope (0: no
+    such rule, the behaviour before)."""
     search_vector_feedback_docs: int = Field(default=0, ge=0, le=10)
     """Query expansion in the vector channel: the text of the first N admitted full-text
     entries joins the question in a second query embedding (0: off; one more embedding and

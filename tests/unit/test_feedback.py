@@ -47,6 +47,25 @@ def test_only_admitted_entries_are_read_as_relevant() -> None:
     assert feedback_terms(["camp"], FOUND, [1], FeedbackConfig(docs=5), ANALYZER) == []
 
 
+def test_a_word_no_commoner_among_the_feedback_entries_than_elsewhere_is_not_a_term() -> None:
+    # "note" is in 2 of the first 3 (0.67) and in 3 of the 7 other candidates (0.43): under
+    # twice as common where the question matched best, so a scope-wide word, not the topic's.
+    found = [
+        _fts(1, "topic", "note", "tent"),
+        _fts(2, "topic", "note", "tent"),
+        _fts(3, "topic", "lake"),
+        *(_fts(key, "topic", "note") for key in range(4, 7)),
+        *(_fts(key, "topic", f"other{key}") for key in range(7, 11)),
+    ]
+    keys = list(range(1, 11))
+    assert feedback_terms(["topic"], found, keys, FeedbackConfig(terms=10), ANALYZER) == ["tent"]
+    relaxed = FeedbackConfig(terms=10, min_lift=1.0)
+    assert feedback_terms(["topic"], found, keys, relaxed, ANALYZER) == ["tent", "note"]
+    # Every candidate read as relevant: nothing to compare with, the rule does not apply.
+    every = FeedbackConfig(docs=10, terms=10)
+    assert "note" in feedback_terms(["topic"], found, keys, every, ANALYZER)
+
+
 def test_the_expansion_ranking_joins_behind_the_question_s_own() -> None:
     # 3 is found by both and climbs; 9, found by the expansion only, comes last.
     assert merge_rankings([1, 2, 3], [9, 3], weight=0.5, k=20) == [3, 1, 2, 9]

@@ -9,10 +9,11 @@ the first at a lower weight. The question's best matches keep the lead: an entry
 through the expansion ranks behind the question's first k + 1 at weight 0.5.
 
 Only the entries' own words are read (not their neighbours' or speaker fields), and the
-query's terms, stop words, tokens shorter than three characters and words that most of the
-channel's candidates hold are never expansion terms. The second ranking passes the same
-admission rule as the first, counted over the expansion terms. Everything here is pure:
-the caller supplies the channel as a function.
+query's terms, stop words, tokens shorter than three characters, words that most of the
+channel's candidates hold and words less than twice as common among the feedback entries as
+among the other candidates (a scope's common words) are never expansion terms. The second
+ranking passes the same admission rule as the first, counted over the expansion terms.
+Everything here is pure: the caller supplies the channel as a function.
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ class FeedbackConfig:
     max_share: float = 0.5
     """...and in at most this share of all the channel's candidates: a word most of them
     hold (a name, a template's word) says nothing the question did not."""
+    min_lift: float = 2.0
+    """...and be at least this many times as common among the feedback entries as among the
+    other candidates: a word no more frequent where the question matched best than elsewhere
+    in the channel's list (a common word of the scope) says nothing about its topic, and a
+    second run over it would rank a large share of the scope by length (0: no such rule)."""
 
     @property
     def enabled(self) -> bool:
@@ -77,15 +83,23 @@ def feedback_terms(
             for t in candidate.tokens
             if len(t) >= MIN_TERM_CHARS and not t.startswith(PREFIXES) and t not in excluded
         )
-    in_all: Counter[str] = Counter()
-    for candidate in ranked:
-        in_all.update(t for t in candidate.tokens if t in in_top)
+    # Only words enough feedback entries share can qualify: count just those among the
+    # candidates (a handful of set lookups each, not every candidate's every token).
+    shared = [term for term, count in in_top.items() if count >= config.min_docs]
+    if not shared:
+        return []
     total = len(ranked)
-    scored = [
-        (count * math.log(1.0 + total / in_all[term]), term)
-        for term, count in in_top.items()
-        if count >= config.min_docs and in_all[term] <= config.max_share * total
-    ]
+    rest = total - len(top)
+    scored = []
+    for term in shared:
+        holding = sum(1 for candidate in ranked if term in candidate.tokens)
+        if holding > config.max_share * total:
+            continue
+        # The lift compares the feedback entries with the other candidates; when every
+        # candidate is a feedback entry there is nothing to compare with, and no such rule.
+        if rest and in_top[term] / len(top) < config.min_lift * (holding - in_top[term]) / rest:
+            continue
+        scored.append((in_top[term] * math.log(1.0 + total / holding), term))
     scored.sort(key=lambda pair: (-pair[0], pair[1]))
     return [term for _, term in scored[: config.terms]]
 

@@ -415,18 +415,16 @@ class ScopeTerms(ScopeCache):
             keep = np.zeros(self.size, dtype=bool)
             keep[_rows_of(self.keys[: self.size], allowed)] = True
             scores[~keep] = 0.0
-        # Common words match much of a scope: then one partition over every row beats
-        # gathering the matching rows first (_search_sparse, for rare words).
-        if limit < scores.shape[0]:
-            rows = np.argpartition(-scores, limit - 1)[:limit]
+        # Common words match much of a scope; rare ones go to _search_sparse. Partition only
+        # the rows that scored: finding them is one pass over the scope, and the partition
+        # then works on the matches alone (never slower than one over every row).
+        rows = np.flatnonzero(scores > 0)
+        if limit < rows.size:
+            matched = scores[rows]
+            cut = matched[np.argpartition(-matched, limit - 1)[:limit]].min()
             # The partition picks any of the rows tied at the cut; ties go by key, so every
             # row at the cut's score competes.
-            cut = scores[rows].min()
-            if cut > 0:
-                rows = np.union1d(rows[scores[rows] > cut], np.flatnonzero(scores == cut))
-        else:
-            rows = np.arange(scores.shape[0])
-        rows = rows[scores[rows] > 0]
+            rows = rows[matched >= cut]
         return self._candidates(rows, scores[rows], limit)
 
     def _search_sparse(
