@@ -26,9 +26,11 @@ them again. Both passes give exactly the order a full scan would.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from psycopg import sql
 
@@ -90,18 +92,41 @@ class IndexedText:
     context_length: int
     term_counts: str | None
     """JSON of the lexemes that occur more than once and their counts; None when none does."""
+    peaks: dict[str, Peak]
+    """Each lexeme's count and count per length of its field (see Peak)."""
+
+
+class Peak(NamedTuple):
+    """What bounds a lexeme's part of tf~ in the versions holding it (`term_stats.tf_max`,
+    `tf_ratio_max`): its largest count, and its largest count per length of its field (own
+    words, or the neighbours' `_` words; infinite for a field length of 0). Both only grow
+    while versions are added, so they stay upper bounds when versions retire."""
+
+    tf: int
+    ratio: float
+
+    def merge(self, other: Peak) -> Peak:
+        return Peak(max(self.tf, other.tf), max(self.ratio, other.ratio))
 
 
 def indexed_text(index_tokens: str) -> IndexedText:
     literal, lexemes = tsvector_literal(index_tokens)
     tokens = index_tokens.split()
     repeats = {term: n for term, n in Counter(clean_terms_all(tokens)).items() if n > 1}
+    own = own_length(tokens)
+    context = sum(1 for token in tokens if token.startswith(CONTEXT_PREFIX))
+    peaks = {}
+    for lexeme in lexemes:
+        tf = repeats.get(lexeme, 1)
+        length = context if lexeme.startswith(CONTEXT_PREFIX) else own
+        peaks[lexeme] = Peak(tf, tf / length if length else math.inf)
     return IndexedText(
         literal=literal,
         lexemes=lexemes,
-        own_length=own_length(tokens),
-        context_length=sum(1 for token in tokens if token.startswith(CONTEXT_PREFIX)),
+        own_length=own,
+        context_length=context,
         term_counts=json.dumps(repeats, ensure_ascii=False) if repeats else None,
+        peaks=peaks,
     )
 
 
@@ -121,10 +146,26 @@ class RankPlan:
     """How many of the rarest terms the first pass matches on."""
     own_average: float
     context_average: float
+    bounds: tuple[float, ...] = ()
+    """Each term's largest possible contribution to a score: bm25.MAX_SATURATION x idf, or
+    less from the stored peaks of its lexemes (see term_bound)."""
+    absent: frozenset[str] = frozenset()
+    """Field lexemes no version holds (df 0 at the head the plan was made for): neither
+    matched nor scored."""
+
+    def term_lexemes(self, index: int) -> list[str]:
+        """The indexed lexemes of a term that versions may hold, one per scored field."""
+        term = self.terms[index]
+        return [f.prefix + term for f in self.fields if f.prefix + term not in self.absent]
 
     def lexemes(self, terms: int) -> list[str]:
         """The indexed lexemes (every scored field) of the first `terms` terms."""
-        return [field.prefix + term for term in self.terms[:terms] for field in self.fields]
+        return [
+            lexeme for i in range(min(terms, len(self.terms))) for lexeme in self.term_lexemes(i)
+        ]
+
+    def bound(self, index: int) -> float:
+        return self.bounds[index] if self.bounds else bm25.MAX_SATURATION * self.weights[index]
 
 
 def plan_ranking(
@@ -134,10 +175,20 @@ def plan_ranking(
     own_total: int,
     context_total: int,
     fields: FieldWeights | None = None,
+    peaks: Mapping[str, Peak | None] | None = None,
 ) -> RankPlan | None:
-    """`frequencies` holds the df of each field lexeme (`word`, `_word`, `@word`)."""
+    """`frequencies` holds the df of each field lexeme (`word`, `_word`, `@word`). `peaks`,
+    given when the statistics describe exactly the versions searched (a search at the head),
+    holds the stored Peak of each lexeme with df > 0 (None where unknown): lexemes with df 0
+    are then left out, and term bounds are taken from the peaks."""
     scored = bm25.scored_fields(fields or FieldWeights())
     distinct = [t for t in clean_terms(terms) if all(_clean(f.prefix + t) for f in scored)]
+    absent: frozenset[str] = frozenset()
+    if peaks is not None:
+        absent = frozenset(
+            f.prefix + t for t in distinct for f in scored if not frequencies.get(f.prefix + t)
+        )
+        distinct = [t for t in distinct if any(f.prefix + t not in absent for f in scored)]
     if not distinct:
         return None
 
@@ -153,14 +204,49 @@ def plan_ranking(
         if first and budget > FIRST_PASS_DF_BUDGET:
             break
         first += 1
+    weights = tuple(bm25.idf(dfs[t], total) for t in ranked)
+    own_average = bm25.average_length(own_total, total)
+    context_average = bm25.average_length(context_total, total)
+    averages = {"own": own_average, "context": context_average}
+    bounds = []
+    for term, weight in zip(ranked, weights, strict=True):
+        held = [(f, f.prefix + term) for f in scored if f.prefix + term not in absent]
+        found = [peaks.get(lexeme) for _, lexeme in held] if peaks is not None else [None]
+        if any(peak is None for peak in found):
+            bounds.append(bm25.MAX_SATURATION * weight)
+        else:
+            parts = [(f, peak) for (f, _), peak in zip(held, found, strict=True)]
+            bounds.append(term_bound(weight, parts, averages))  # type: ignore[arg-type]
     return RankPlan(
         terms=tuple(ranked),
-        weights=tuple(bm25.idf(dfs[t], total) for t in ranked),
+        weights=weights,
         fields=scored,
         first_pass=first,
-        own_average=bm25.average_length(own_total, total),
-        context_average=bm25.average_length(context_total, total),
+        own_average=own_average,
+        context_average=context_average,
+        bounds=tuple(bounds),
+        absent=absent,
     )
+
+
+def term_bound(
+    weight: float, parts: Sequence[tuple[bm25.Field, Peak]], averages: Mapping[str, float]
+) -> float:
+    """The most a term of idf `weight` adds to any score, given the peaks of its lexemes.
+
+    A field's part of tf~ is w tf / (1 - b + b L / avg): its inverse, (1 - b) / tf +
+    b (L / tf) / avg, is at least (1 - b) / tf_max + b / (avg ratio_max), which gives the
+    bound of each field's part; tf~ is at most their sum, and the saturation grows with tf~.
+    """
+    tilde = 0.0
+    for field, peak in parts:
+        if field.norm is None:
+            tilde += field.weight * peak.tf
+            continue
+        inverse = (1.0 - bm25.B) / peak.tf + bm25.B / (averages[field.norm] * peak.ratio)
+        tilde += field.weight / inverse
+    ceiling = bm25.MAX_SATURATION * weight
+    return min(ceiling, weight * (bm25.K1 + 1.0) * tilde / (tilde + bm25.K1))
 
 
 _NORMS = {"own": sql.SQL("n_own"), "context": sql.SQL("n_context")}
@@ -171,6 +257,8 @@ def _tilde(plan: RankPlan, term: str, params: list[object]) -> sql.Composable:
     parts: list[sql.Composable] = []
     for field in plan.fields:
         lexeme = field.prefix + term
+        if lexeme in plan.absent:
+            continue
         params.extend((quote_lexeme(lexeme), lexeme, field.weight))
         part = sql.SQL(
             "(CASE WHEN tokens @@ %s::tsquery"
@@ -183,15 +271,16 @@ def _tilde(plan: RankPlan, term: str, params: list[object]) -> sql.Composable:
 
 def ranking_query(
     plan: RankPlan,
-    match_terms: int,
+    match: int | str,
     scope_id: str,
     revision: int,
     limit: int,
     where: MemoryFilter | None = None,
 ) -> tuple[sql.Composed, list[object]]:
     """The candidates query and its parameters: it matches versions active at `revision` that
-    contain one of the first `match_terms` terms (in any field) and scores them with all of
-    the plan's. OFFSET 0 keeps each tf~ computed once, not once per use."""
+    contain one of the first `match` terms (in any field), or that `match` as a tsquery (see
+    match_query), and scores them with all of the plan's terms. OFFSET 0 keeps each tf~
+    computed once, not once per use."""
     clause, filter_params = filter_sql(where, "postgres")
     # Parameters in the order their placeholders appear: scores, tf~, norms, match, limit.
     params: list[object] = []
@@ -223,7 +312,8 @@ def ranking_query(
     ).format(saturated=saturated, tildes=tildes, clause=sql.SQL(clause))
     params.extend((1.0, bm25.B, bm25.B, plan.own_average))
     params.extend((1.0, bm25.B, bm25.B, plan.context_average))
-    params.extend((scope_id, term_query(plan.lexemes(match_terms)), revision, revision))
+    tsquery = term_query(plan.lexemes(match)) if isinstance(match, int) else match
+    params.extend((scope_id, tsquery, revision, revision))
     params.extend((*filter_params, limit))
     return query, params
 
@@ -248,3 +338,66 @@ def terms_to_match(plan: RankPlan, scores: Sequence[float], limit: int) -> int:
             break
         keep, bound = keep - 1, widened
     return keep
+
+
+MAX_GUESSES = 3
+"""Thresholds guessed when the first pass finds too few documents, before matching any term."""
+MAX_MATCH_TERMS = 256
+"""How many term references a pass's tsquery may hold; past it, a subtree is widened to
+"any of its terms" (a superset, so the pass stays exact, only less selective)."""
+
+
+def _margin(threshold: float) -> float:
+    return 1e-9 * max(1.0, threshold)  # float sums in SQL and here may differ in the last bit
+
+
+def first_pass_is_final(plan: RankPlan, threshold: float) -> bool:
+    """Whether a document holding none of the first pass's terms scores below `threshold`."""
+    rest = sum(plan.bound(i) for i in range(plan.first_pass, len(plan.terms)))
+    return rest + _margin(threshold) < threshold
+
+
+def match_query(plan: RankPlan, threshold: float) -> str:
+    """A tsquery matching every document whose query terms' bounds sum to at least
+    `threshold` (a document matching none scores below it, however its terms repeat).
+
+    With the terms ordered by bound, the match is the OR over the minimal sets of terms whose
+    bounds reach the threshold, written as a decision tree: term & (the rest, needing less) |
+    (the rest, needing as much). A threshold no lower than every single bound is a plain OR;
+    a higher one asks for two or more terms together, which the GIN index intersects instead
+    of reading every posting of a common term whole.
+    """
+    order = sorted(range(len(plan.terms)), key=lambda i: (-plan.bound(i), i))
+    bounds = [plan.bound(i) for i in order]
+    groups = ["(" + term_query(plan.term_lexemes(i)) + ")" for i in order]
+    suffix = [0.0] * (len(order) + 1)
+    for j in range(len(order) - 1, -1, -1):
+        suffix[j] = suffix[j + 1] + bounds[j]
+    budget = [MAX_MATCH_TERMS]
+
+    def tree(j: int, need: float) -> str | bool:
+        """Documents among terms j.. whose bounds reach `need`: a tsquery, True (all), False."""
+        if need <= 0:
+            return True
+        if j == len(order) or suffix[j] < need:
+            return False
+        if budget[0] <= 0:
+            return " | ".join(groups[j:])  # a superset: any of these terms
+        budget[0] -= 1
+        together = tree(j + 1, need - bounds[j])
+        without = tree(j + 1, need)
+        left: str | bool
+        if together is True:
+            left = groups[j]
+        elif together is False:
+            left = False
+        else:
+            left = f"{groups[j]} & ({together})"
+        if left is False:
+            return without
+        return left if without is False else f"{left} | {without}"
+
+    found = tree(0, threshold - _margin(threshold))
+    if found is True or found is False:  # no threshold, or nothing can reach it: match all
+        return " | ".join(groups)
+    return found

@@ -224,7 +224,31 @@ _V_ERASURE = (
     "CREATE INDEX entry_vectors_by_key ON entry_vectors (scope_id, key)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V_BM25, _V_ERASURE)
+# Issue 20 (migration 6): each term's peaks (storage.postgres.fulltext.Peak) bound what it can
+# add to a score, so a full-text search skips documents that cannot reach its top. They cover
+# the versions active at the head; null is unknown (the loose bound k1 + 1 applies). The
+# backfill reads every active version's lexemes once.
+_V_PEAKS = (
+    "ALTER TABLE term_stats ADD COLUMN tf_max integer, ADD COLUMN tf_ratio_max float8",
+    """
+    UPDATE term_stats t SET tf_max = p.tf, tf_ratio_max = p.ratio
+    FROM (
+        SELECT e.scope_id, l.lexeme,
+            max(coalesce((e.term_counts ->> l.lexeme)::integer, 1)) AS tf,
+            max(CASE WHEN (CASE WHEN left(l.lexeme, 1) = '_' THEN e.context_length
+                                ELSE e.own_length END) = 0 THEN 'Infinity'::float8
+                ELSE coalesce((e.term_counts ->> l.lexeme)::float8, 1)
+                    / (CASE WHEN left(l.lexeme, 1) = '_' THEN e.context_length
+                            ELSE e.own_length END) END) AS ratio
+        FROM entry_versions e CROSS JOIN LATERAL unnest(tsvector_to_array(e.tokens)) AS l (lexeme)
+        WHERE e.removed_revision IS NULL
+        GROUP BY e.scope_id, l.lexeme
+    ) p
+    WHERE t.scope_id = p.scope_id AND t.term = p.lexeme
+    """,
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V_BM25, _V_ERASURE, _V_PEAKS)
 """MIGRATIONS[i] brings the schema from version i to version i + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

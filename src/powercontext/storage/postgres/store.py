@@ -235,38 +235,92 @@ class PostgresMemoryStore:
             f.prefix + term for term in base for f in bm25.scored_fields(weights)
         )
         async with self._connection("searching the full-text index") as conn:
+            # One statement, so the scope's totals and the terms' statistics agree.
             cur = await conn.execute(
-                "SELECT active_count, own_length_total, context_length_total FROM scopes "
-                "WHERE scope_id = %s",
-                (scope_id,),
+                "SELECT s.head_revision, s.active_count, s.own_length_total, "
+                "s.context_length_total, t.term, t.df, t.tf_max, t.tf_ratio_max FROM scopes s "
+                "LEFT JOIN term_stats t ON t.scope_id = s.scope_id AND t.term = ANY(%s::text[]) "
+                "WHERE s.scope_id = %s",
+                (wanted, scope_id),
             )
-            scope = await cur.fetchone()
-            if scope is None:
+            stats = await cur.fetchall()
+            if not stats:
                 return []
-            cur = await conn.execute(
-                "SELECT term, df FROM term_stats WHERE scope_id = %s AND term = ANY(%s::text[])",
-                (scope_id, wanted),
+            head, active, own_total, context_total = (int(value) for value in stats[0][:4])
+            frequencies = {row[4]: int(row[5]) for row in stats if row[4] is not None}
+            # At the head, the statistics describe exactly the versions searched: lexemes no
+            # version holds are left out, and the stored peaks bound each term's part.
+            peaks = (
+                {
+                    row[4]: None if row[6] is None else fulltext.Peak(int(row[6]), float(row[7]))
+                    for row in stats
+                    if row[4] is not None
+                }
+                if head == revision
+                else None
             )
-            frequencies = {row[0]: int(row[1]) for row in await cur.fetchall()}
             plan = fulltext.plan_ranking(
-                base, frequencies, int(scope[0]), int(scope[1]), int(scope[2]), weights
+                base, frequencies, active, own_total, context_total, weights, peaks
             )
             if plan is None:
                 return []
-            query, params = fulltext.ranking_query(
-                plan, plan.first_pass, scope_id, revision, limit, where
-            )
-            rows = await (await conn.execute(query, params)).fetchall()
-            needed = fulltext.terms_to_match(plan, [row[1] for row in rows], limit)
-            if needed > plan.first_pass:
-                query, params = fulltext.ranking_query(
-                    plan, needed, scope_id, revision, limit, where
-                )
-                rows = await (await conn.execute(query, params)).fetchall()
+            # MaxScore (fulltext.match_query): the rarest terms first, then only what can
+            # still reach the limit-th score found.
+            rows = await self._rank(conn, plan, plan.first_pass, scope_id, revision, limit, where)
+            if plan.first_pass == len(plan.terms):
+                pass  # every term was matched
+            elif len(rows) < limit:
+                rows = await self._fill(conn, plan, scope_id, revision, limit, where)
+            elif not fulltext.first_pass_is_final(plan, rows[-1][1]):
+                match = fulltext.match_query(plan, rows[-1][1])
+                rows = await self._rank(conn, plan, match, scope_id, revision, limit, where)
         return [
-            FtsCandidate(key=int(key), score=float(score), tokens=frozenset(tokens))
+            FtsCandidate(key=key, score=score, tokens=frozenset(tokens))
             for key, score, tokens in rows
         ]
+
+    async def _rank(
+        self,
+        conn: AsyncConnection[TupleRow],
+        plan: fulltext.RankPlan,
+        match: int | str,
+        scope_id: str,
+        revision: int,
+        limit: int,
+        where: MemoryFilter | None,
+    ) -> list[tuple[int, float, list[str]]]:
+        query, params = fulltext.ranking_query(plan, match, scope_id, revision, limit, where)
+        rows = await (await conn.execute(query, params)).fetchall()
+        return [(int(key), float(score), tokens) for key, score, tokens in rows]
+
+    async def _fill(
+        self,
+        conn: AsyncConnection[TupleRow],
+        plan: fulltext.RankPlan,
+        scope_id: str,
+        revision: int,
+        limit: int,
+        where: MemoryFilter | None,
+    ) -> list[tuple[int, float, list[str]]]:
+        """The first pass found fewer than `limit` documents: the rest of the top comes from
+        documents with only commoner terms. Guess a threshold (half the bounds' sum, then
+        halving), match what can reach it, and stop once `limit` documents score at least the
+        guess; when they score less, the limit-th score is the threshold of one last pass.
+        A guess no higher than every single bound matches any term: that pass is final."""
+        guess = sum(plan.bound(i) for i in range(len(plan.terms))) / 2
+        smallest = min(plan.bound(i) for i in range(len(plan.terms)))
+        for _ in range(fulltext.MAX_GUESSES):
+            if guess <= smallest:
+                break
+            match = fulltext.match_query(plan, guess)
+            rows = await self._rank(conn, plan, match, scope_id, revision, limit, where)
+            if len(rows) >= limit:
+                if rows[-1][1] >= guess:
+                    return rows
+                match = fulltext.match_query(plan, rows[-1][1])
+                return await self._rank(conn, plan, match, scope_id, revision, limit, where)
+            guess /= 2
+        return await self._rank(conn, plan, len(plan.terms), scope_id, revision, limit, where)
 
     async def _dimension(
         self, conn: AsyncConnection[TupleRow], scope_id: str, profile_id: str
