@@ -210,10 +210,15 @@ async def test_the_bm25_migration_backfills_lengths_and_rebuild_makes_counts_exa
         cur = await conn.execute("SELECT own_length, term_counts FROM entry_versions WHERE key = 1")
         assert await cur.fetchone() == (4, {"kayak": 3})
         cur = await conn.execute(
-            "SELECT term, tf_max, tf_ratio_max FROM term_stats WHERE term IN ('kayak', 'lake')"
-            " ORDER BY term"
+            "SELECT term, df, tf_max, tf_ratio_max FROM term_stats"
+            " WHERE term IN ('kayak', 'lake', chr(31) || 'kayak') ORDER BY term COLLATE \"C\""
         )
-        assert await cur.fetchall() == [("kayak", 3, 1.0), ("lake", 1, 0.5)]
+        # a word's own peaks count it once; its marker's, where it repeats
+        assert await cur.fetchall() == [
+            ("\x1fkayak", 1, 3, 0.75),
+            ("kayak", 2, 1, 1.0),
+            ("lake", 1, 1, 0.5),
+        ]
         cur = await conn.execute("SELECT own_length_total, context_length_total FROM scopes")
         assert await cur.fetchone() == (5, 3)
 

@@ -44,6 +44,10 @@ MAX_SCORED_TERMS = 64
 FIRST_PASS_DF_BUDGET = 4096
 """The first pass takes the rarest terms while their document frequencies sum to at most this."""
 MAX_LEXEME_BYTES = 2046
+REPEAT_MARK = "\x1f"
+"""Prefix of the marker lexeme a version's tsvector holds for each lexeme it repeats: the GIN
+index then finds the versions where a word occurs more than once apart from the rest, whose
+single occurrence bounds their score lower. No token can start with it (see _clean)."""
 
 
 def quote_lexeme(token: str) -> str:
@@ -52,17 +56,20 @@ def quote_lexeme(token: str) -> str:
 
 
 def _clean(token: str) -> str:
-    # PostgreSQL text cannot hold NUL, and rejects lexemes over 2046 bytes; the analyzer makes
-    # neither (words stop at 64 characters), so only hand-made tokens lose anything here.
+    # PostgreSQL text cannot hold NUL, and rejects lexemes over 2046 bytes (a marker adds one);
+    # the analyzer makes neither (words stop at 64 characters), so only hand-made tokens lose
+    # anything here.
     token = token.replace("\x00", "")
-    return token if len(token.encode("utf-8")) <= MAX_LEXEME_BYTES else ""
+    if token.startswith(REPEAT_MARK):
+        return ""
+    return token if len(token.encode("utf-8")) < MAX_LEXEME_BYTES else ""
 
 
 def tsvector_literal(index_tokens: str) -> tuple[str, list[str]]:
     """The tsvector input text of space-joined tokens and its distinct lexemes (first-seen
     order). No positions: the ranking needs only membership and the lexeme count."""
-    if "\x00" in index_tokens or len(index_tokens) > MAX_LEXEME_BYTES:
-        lexemes = clean_terms(index_tokens.split())
+    if "\x00" in index_tokens or REPEAT_MARK in index_tokens or len(index_tokens) > 500:
+        lexemes = clean_terms(index_tokens.split())  # 500 characters: at most 2000 bytes
     else:
         lexemes = list(dict.fromkeys(index_tokens.split()))
     if not lexemes:
@@ -88,6 +95,7 @@ class IndexedText:
 
     literal: str
     lexemes: list[str]
+    """Its distinct lexemes, then a REPEAT_MARK lexeme for each that occurs more than once."""
     own_length: int
     context_length: int
     term_counts: str | None
@@ -100,7 +108,9 @@ class Peak(NamedTuple):
     """What bounds a lexeme's part of tf~ in the versions holding it (`term_stats.tf_max`,
     `tf_ratio_max`): its largest count, and its largest count per length of its field (own
     words, or the neighbours' `_` words; infinite for a field length of 0). Both only grow
-    while versions are added, so they stay upper bounds when versions retire."""
+    while versions are added, so they stay upper bounds when versions retire. A lexeme's own
+    peak counts it once in every version (tf 1, the largest 1 / length); its REPEAT_MARK
+    lexeme's holds the real counts of the versions where it repeats."""
 
     tf: int
     ratio: float
@@ -117,12 +127,17 @@ def indexed_text(index_tokens: str) -> IndexedText:
     context = sum(1 for token in tokens if token.startswith(CONTEXT_PREFIX))
     peaks = {}
     for lexeme in lexemes:
-        tf = repeats.get(lexeme, 1)
         length = context if lexeme.startswith(CONTEXT_PREFIX) else own
-        peaks[lexeme] = Peak(tf, tf / length if length else math.inf)
+        peaks[lexeme] = Peak(1, 1 / length if length else math.inf)
+    marks = [REPEAT_MARK + lexeme for lexeme in repeats]
+    for lexeme, tf in repeats.items():
+        length = context if lexeme.startswith(CONTEXT_PREFIX) else own
+        peaks[REPEAT_MARK + lexeme] = Peak(tf, tf / length if length else math.inf)
+    if marks:
+        literal = " ".join((literal, *map(quote_lexeme, marks)))
     return IndexedText(
         literal=literal,
-        lexemes=lexemes,
+        lexemes=lexemes + marks,
         own_length=own,
         context_length=context,
         term_counts=json.dumps(repeats, ensure_ascii=False) if repeats else None,
@@ -149,6 +164,10 @@ class RankPlan:
     bounds: tuple[float, ...] = ()
     """Each term's largest possible contribution to a score: bm25.MAX_SATURATION x idf, or
     less from the stored peaks of its lexemes (see term_bound)."""
+    single_bounds: tuple[float, ...] = ()
+    """...in a version where none of its lexemes repeats (lower: tf 1 in every field)."""
+    marks: tuple[tuple[str, ...], ...] = ()
+    """Each term's REPEAT_MARK lexemes that versions hold: they find where it repeats."""
     absent: frozenset[str] = frozenset()
     """Field lexemes no version holds (df 0 at the head the plan was made for): neither
     matched nor scored."""
@@ -166,6 +185,12 @@ class RankPlan:
 
     def bound(self, index: int) -> float:
         return self.bounds[index] if self.bounds else bm25.MAX_SATURATION * self.weights[index]
+
+    def single_bound(self, index: int) -> float:
+        return self.single_bounds[index] if self.single_bounds else self.bound(index)
+
+    def term_marks(self, index: int) -> tuple[str, ...]:
+        return self.marks[index] if self.marks else ()
 
 
 def plan_ranking(
@@ -208,15 +233,38 @@ def plan_ranking(
     own_average = bm25.average_length(own_total, total)
     context_average = bm25.average_length(context_total, total)
     averages = {"own": own_average, "context": context_average}
-    bounds = []
+    bounds: list[float] = []
+    singles: list[float] = []
+    marks: list[tuple[str, ...]] = []
     for term, weight in zip(ranked, weights, strict=True):
+        ceiling = bm25.MAX_SATURATION * weight
         held = [(f, f.prefix + term) for f in scored if f.prefix + term not in absent]
-        found = [peaks.get(lexeme) for _, lexeme in held] if peaks is not None else [None]
-        if any(peak is None for peak in found):
-            bounds.append(bm25.MAX_SATURATION * weight)
+        once = [peaks.get(lexeme) for _, lexeme in held] if peaks is not None else [None]
+        if peaks is None or any(peak is None for peak in once):  # unknown: loose, no marks
+            bounds.append(ceiling)
+            singles.append(ceiling)
+            marks.append(())
+            continue
+        parts: list[tuple[bm25.Field, Peak]] = []
+        marked: list[str] = []
+        for (field, lexeme), peak in zip(held, once, strict=True):
+            assert peak is not None
+            parts.append((field, peak))
+            if frequencies.get(REPEAT_MARK + lexeme):
+                marked.append(REPEAT_MARK + lexeme)
+        single = term_bound(weight, parts, averages)
+        repeated = [peaks.get(mark) for mark in marked]
+        if any(peak is None for peak in repeated):
+            bounds.append(ceiling)
         else:
-            parts = [(f, peak) for (f, _), peak in zip(held, found, strict=True)]
-            bounds.append(term_bound(weight, parts, averages))  # type: ignore[arg-type]
+            peak_of = dict(zip(marked, repeated, strict=True))
+            widest = [
+                (field, peak.merge(peak_of.get(REPEAT_MARK + field.prefix + term) or peak))
+                for field, peak in parts
+            ]
+            bounds.append(term_bound(weight, widest, averages))
+        singles.append(single)
+        marks.append(tuple(marked))
     return RankPlan(
         terms=tuple(ranked),
         weights=weights,
@@ -225,6 +273,8 @@ def plan_ranking(
         own_average=own_average,
         context_average=context_average,
         bounds=tuple(bounds),
+        single_bounds=tuple(singles),
+        marks=tuple(marks),
         absent=absent,
     )
 
@@ -271,15 +321,15 @@ def _tilde(plan: RankPlan, term: str, params: list[object]) -> sql.Composable:
 
 def ranking_query(
     plan: RankPlan,
-    match: int | str,
+    match: int | Sequence[str],
     scope_id: str,
     revision: int,
     limit: int,
     where: MemoryFilter | None = None,
 ) -> tuple[sql.Composed, list[object]]:
     """The candidates query and its parameters: it matches versions active at `revision` that
-    contain one of the first `match` terms (in any field), or that `match` as a tsquery (see
-    match_query), and scores them with all of the plan's terms. OFFSET 0 keeps each tf~
+    contain one of the first `match` terms (in any field), or that match one of the tsqueries
+    `match` (see match_query), and scores them with all of the plan's terms. OFFSET 0 keeps each tf~
     computed once, not once per use."""
     clause, filter_params = filter_sql(where, "postgres")
     # Parameters in the order their placeholders appear: scores, tf~, norms, match, limit.
@@ -304,100 +354,124 @@ def ranking_query(
         "   %s::float8 - %s::float8 + %s::float8 * own_length / %s::float8 AS n_own,"
         "   %s::float8 - %s::float8 + %s::float8 * context_length / %s::float8 AS n_context"
         "   FROM entry_versions"
-        "   WHERE scope_id = %s AND tokens @@ %s::tsquery AND added_revision <= %s"
+        "   WHERE scope_id = %s AND ({matches}) AND added_revision <= %s"
         "   AND (removed_revision IS NULL OR removed_revision > %s){clause} OFFSET 0"
         "  ) normed OFFSET 0"
         " ) tilded ORDER BY score DESC, key LIMIT %s"
         ") ranked ORDER BY score DESC, key"
-    ).format(saturated=saturated, tildes=tildes, clause=sql.SQL(clause))
+    ).format(
+        saturated=saturated,
+        tildes=tildes,
+        clause=sql.SQL(clause),
+        matches=sql.SQL(" OR ").join(
+            sql.SQL("tokens @@ %s::tsquery")
+            for _ in (range(1) if isinstance(match, int) else match)
+        ),
+    )
     params.extend((1.0, bm25.B, bm25.B, plan.own_average))
     params.extend((1.0, bm25.B, bm25.B, plan.context_average))
-    tsquery = term_query(plan.lexemes(match)) if isinstance(match, int) else match
-    params.extend((scope_id, tsquery, revision, revision))
+    tsqueries = [term_query(plan.lexemes(match))] if isinstance(match, int) else list(match)
+    params.extend((scope_id, *tsqueries, revision, revision))
     params.extend((*filter_params, limit))
     return query, params
 
 
-def terms_to_match(plan: RankPlan, scores: Sequence[float], limit: int) -> int:
-    """How many of the rarest terms a pass must match on so that no document it skips could
-    enter the top `limit`, given the scores a pass over the first `plan.first_pass` found.
-
-    A document containing only the commonest terms scores at most bm25.MAX_SATURATION times
-    their idf sum; those terms can be left out of the match while that bound stays below the
-    limit-th score found so far (a real document's exact score, so a lower bound of the final
-    one). When the answer is `plan.first_pass`, the first pass was final.
-    """
-    if len(scores) < limit:
-        return len(plan.terms)  # the skipped documents may be needed to fill the limit
-    threshold = min(scores)
-    margin = 1e-9 * max(1.0, threshold)  # float sums in SQL and here may differ in the last bit
-    keep, bound = len(plan.terms), 0.0
-    while keep > plan.first_pass:
-        widened = bound + bm25.MAX_SATURATION * plan.weights[keep - 1]
-        if widened + margin >= threshold:
-            break
-        keep, bound = keep - 1, widened
-    return keep
+MAX_PASSES = 6
+"""Passes after the first one before the last, which matches what the limit-th score found so
+far can still be beaten by."""
+GUESS_STEP = 0.75
+"""Each pass lowers the score it matches down to by this factor (see store.fts_candidates)."""
+MAX_CONJUNCTIONS = 32
+"""How many AND groups a pass may match on (each one GIN scan); past it, the groups are
+widened (a superset, so the pass stays exact, only less selective)."""
 
 
-MAX_GUESSES = 3
-"""Thresholds guessed when the first pass finds too few documents, before matching any term."""
-MAX_MATCH_TERMS = 256
-"""How many term references a pass's tsquery may hold; past it, a subtree is widened to
-"any of its terms" (a superset, so the pass stays exact, only less selective)."""
-
-
-def _margin(threshold: float) -> float:
+def margin(threshold: float) -> float:
     return 1e-9 * max(1.0, threshold)  # float sums in SQL and here may differ in the last bit
 
 
-def first_pass_is_final(plan: RankPlan, threshold: float) -> bool:
-    """Whether a document holding none of the first pass's terms scores below `threshold`."""
-    rest = sum(plan.bound(i) for i in range(plan.first_pass, len(plan.terms)))
-    return rest + _margin(threshold) < threshold
+def rest_bound(plan: RankPlan) -> float:
+    """The most a document holding none of the first pass's terms can score."""
+    return sum(plan.bound(i) for i in range(plan.first_pass, len(plan.terms)))
 
 
-def match_query(plan: RankPlan, threshold: float) -> str:
-    """A tsquery matching every document whose query terms' bounds sum to at least
-    `threshold` (a document matching none scores below it, however its terms repeat).
+def match_query(plan: RankPlan, threshold: float) -> list[str]:
+    """tsqueries that together match every document whose terms after the first pass's have
+    bounds summing to at least `threshold`: with the first pass's documents, every document
+    that can score `threshold` or more (one matching none scores below it, however its terms
+    repeat).
 
-    With the terms ordered by bound, the match is the OR over the minimal sets of terms whose
-    bounds reach the threshold, written as a decision tree: term & (the rest, needing less) |
-    (the rest, needing as much). A threshold no lower than every single bound is a plain OR;
-    a higher one asks for two or more terms together, which the GIN index intersects instead
-    of reading every posting of a common term whole.
+    Each is a conjunction: a minimal set of terms whose bounds reach the threshold, a term
+    counting its single bound where it occurs once (any of its field lexemes) and its full
+    bound where it repeats (any of its marks). A threshold no higher than every single bound
+    gives one conjunction per term (a plain OR); a higher one asks for terms together, which
+    the GIN index intersects instead of reading every posting of a common term whole. Past
+    MAX_CONJUNCTIONS, every term's marks count as the term itself, then only the commonest
+    terms whose bounds together stay below the threshold are left out of a plain OR.
     """
-    order = sorted(range(len(plan.terms)), key=lambda i: (-plan.bound(i), i))
+    order = sorted(range(plan.first_pass, len(plan.terms)), key=lambda i: (-plan.bound(i), i))
+    need = threshold - margin(threshold)
+    found = _conjunctions(plan, order, need, marks=True) if need > 0 else None
+    if found is None and need > 0:
+        found = _conjunctions(plan, order, need, marks=False)
+    if found is None or not found:
+        keep, rest = len(plan.terms), 0.0
+        while keep > plan.first_pass + 1 and rest + plan.bound(keep - 1) < need:
+            keep, rest = keep - 1, rest + plan.bound(keep - 1)
+        return [term_query(plan.lexemes(keep)[len(plan.lexemes(plan.first_pass)) :])]
+    return [_tsquery(plan, conjunction) for conjunction in found]
+
+
+Conjunction = frozenset[tuple[int, bool]]
+"""(term index, whether only its marks match) of each term a conjunction requires."""
+
+
+def _tsquery(plan: RankPlan, conjunction: Conjunction) -> str:
+    parts = []
+    for index, repeated in sorted(conjunction):
+        lexemes = plan.term_marks(index) if repeated else plan.term_lexemes(index)
+        parts.append("(" + term_query(lexemes) + ")")
+    return " & ".join(parts)
+
+
+def _conjunctions(
+    plan: RankPlan, order: list[int], need: float, *, marks: bool
+) -> list[Conjunction] | None:
+    """The minimal conjunctions (None past MAX_CONJUNCTIONS candidates)."""
     bounds = [plan.bound(i) for i in order]
-    groups = ["(" + term_query(plan.term_lexemes(i)) + ")" for i in order]
+    singles = [plan.single_bound(i) if marks else plan.bound(i) for i in order]
     suffix = [0.0] * (len(order) + 1)
     for j in range(len(order) - 1, -1, -1):
         suffix[j] = suffix[j + 1] + bounds[j]
-    budget = [MAX_MATCH_TERMS]
+    made: list[Conjunction] = []
 
-    def tree(j: int, need: float) -> str | bool:
-        """Documents among terms j.. whose bounds reach `need`: a tsquery, True (all), False."""
+    def walk(j: int, need: float, chosen: tuple[tuple[int, bool], ...]) -> bool:
         if need <= 0:
-            return True
+            made.append(frozenset(chosen))
+            return len(made) <= 4 * MAX_CONJUNCTIONS
         if j == len(order) or suffix[j] < need:
+            return True
+        index = order[j]
+        if not walk(j + 1, need - singles[j], (*chosen, (index, False))):
             return False
-        if budget[0] <= 0:
-            return " | ".join(groups[j:])  # a superset: any of these terms
-        budget[0] -= 1
-        together = tree(j + 1, need - bounds[j])
-        without = tree(j + 1, need)
-        left: str | bool
-        if together is True:
-            left = groups[j]
-        elif together is False:
-            left = False
-        else:
-            left = f"{groups[j]} & ({together})"
-        if left is False:
-            return without
-        return left if without is False else f"{left} | {without}"
+        repeats = singles[j] < bounds[j] and plan.term_marks(index)
+        if repeats and not walk(j + 1, need - bounds[j], (*chosen, (index, True))):
+            return False
+        return walk(j + 1, need, chosen)
 
-    found = tree(0, threshold - _margin(threshold))
-    if found is True or found is False:  # no threshold, or nothing can reach it: match all
-        return " | ".join(groups)
-    return found
+    if not walk(0, need, ()):
+        return None
+
+    # Keep the minimal ones: a conjunction requiring all another requires (a term's marks
+    # requiring at least its lexemes) matches a subset of what that one does.
+    def covers(wider: Conjunction, narrower: Conjunction) -> bool:
+        return all(
+            (index, False) in narrower or (index, True) in narrower
+            if not repeated
+            else (index, True) in narrower
+            for index, repeated in wider
+        )
+
+    minimal = [c for c in made if not any(o != c and covers(o, c) for o in made)]
+    minimal = list(dict.fromkeys(minimal))
+    return minimal if len(minimal) <= MAX_CONJUNCTIONS else None

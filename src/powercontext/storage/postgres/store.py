@@ -231,9 +231,10 @@ class PostgresMemoryStore:
             return []
         # Each query term is scored over its own, neighbour and speaker fields (search.bm25).
         weights = fields or FieldWeights()
-        wanted = fulltext.clean_terms(
+        lexemes = fulltext.clean_terms(
             f.prefix + term for term in base for f in bm25.scored_fields(weights)
         )
+        wanted = lexemes + [fulltext.REPEAT_MARK + lexeme for lexeme in lexemes]
         async with self._connection("searching the full-text index") as conn:
             # One statement, so the scope's totals and the terms' statistics agree.
             cur = await conn.execute(
@@ -264,18 +265,17 @@ class PostgresMemoryStore:
             )
             if plan is None:
                 return []
-            # MaxScore (fulltext.match_query): the rarest terms first, then only what can
-            # still reach the limit-th score found.
-            rows = await self._rank(conn, plan, plan.first_pass, scope_id, revision, limit, where)
-            if plan.first_pass == len(plan.terms):
-                pass  # every term was matched
-            elif len(rows) < limit:
-                rows = await self._fill(conn, plan, scope_id, revision, limit, where)
-            elif not fulltext.first_pass_is_final(plan, rows[-1][1]):
-                match = fulltext.match_query(plan, rows[-1][1])
-                rows = await self._rank(conn, plan, match, scope_id, revision, limit, where)
+            async with conn.transaction():
+                # A pass over many postings can cost more than jit_above_cost; compiling it
+                # would add tens of milliseconds to a query of a few (no effect on servers
+                # built without LLVM).
+                await conn.execute("SELECT set_config('jit', 'off', true)")
+                rows = await self._top(conn, plan, scope_id, revision, limit, where)
+        mark = fulltext.REPEAT_MARK
         return [
-            FtsCandidate(key=key, score=score, tokens=frozenset(tokens))
+            FtsCandidate(
+                key=key, score=score, tokens=frozenset(t for t in tokens if not t.startswith(mark))
+            )
             for key, score, tokens in rows
         ]
 
@@ -283,7 +283,7 @@ class PostgresMemoryStore:
         self,
         conn: AsyncConnection[TupleRow],
         plan: fulltext.RankPlan,
-        match: int | str,
+        match: int | Sequence[str],
         scope_id: str,
         revision: int,
         limit: int,
@@ -293,7 +293,7 @@ class PostgresMemoryStore:
         rows = await (await conn.execute(query, params)).fetchall()
         return [(int(key), float(score), tokens) for key, score, tokens in rows]
 
-    async def _fill(
+    async def _top(
         self,
         conn: AsyncConnection[TupleRow],
         plan: fulltext.RankPlan,
@@ -302,25 +302,42 @@ class PostgresMemoryStore:
         limit: int,
         where: MemoryFilter | None,
     ) -> list[tuple[int, float, list[str]]]:
-        """The first pass found fewer than `limit` documents: the rest of the top comes from
-        documents with only commoner terms. Guess a threshold (half the bounds' sum, then
-        halving), match what can reach it, and stop once `limit` documents score at least the
-        guess; when they score less, the limit-th score is the threshold of one last pass.
-        A guess no higher than every single bound matches any term: that pass is final."""
-        guess = sum(plan.bound(i) for i in range(len(plan.terms))) / 2
-        smallest = min(plan.bound(i) for i in range(len(plan.terms)))
-        for _ in range(fulltext.MAX_GUESSES):
-            if guess <= smallest:
-                break
-            match = fulltext.match_query(plan, guess)
-            rows = await self._rank(conn, plan, match, scope_id, revision, limit, where)
-            if len(rows) >= limit:
-                if rows[-1][1] >= guess:
-                    return rows
-                match = fulltext.match_query(plan, rows[-1][1])
-                return await self._rank(conn, plan, match, scope_id, revision, limit, where)
-            guess /= 2
-        return await self._rank(conn, plan, len(plan.terms), scope_id, revision, limit, where)
+        """The exact top `limit` by MaxScore. The first pass scores every document holding
+        one of the rarest terms; any other scores at most `ceiling`, the other terms' bounds
+        summed. Each further pass matches the documents whose other terms' bounds reach a
+        lower score (fulltext.match_query) and scores them, which brings `ceiling` down to that
+        score; the search stops once the limit-th score found reaches `ceiling`. The score
+        matched steps down by GUESS_STEP (each step a small, conjunctive match) and after
+        MAX_PASSES goes straight to the limit-th score found, or to every term when fewer
+        than `limit` documents were found."""
+        found: dict[int, tuple[int, float, list[str]]] = {}
+
+        def top() -> list[tuple[int, float, list[str]]]:
+            return sorted(found.values(), key=lambda row: (-row[1], row[0]))[:limit]
+
+        async def score(match: int | Sequence[str]) -> None:
+            for row in await self._rank(conn, plan, match, scope_id, revision, limit, where):
+                found[row[0]] = row
+
+        await score(plan.first_pass)
+        if plan.first_pass == len(plan.terms):
+            return top()
+        ceiling = fulltext.rest_bound(plan)
+        ceiling += fulltext.margin(ceiling)
+        for step in range(fulltext.MAX_PASSES + 1):
+            best = top()
+            floor = best[-1][1] if len(best) >= limit else 0.0
+            if len(best) >= limit and floor >= ceiling:
+                return best
+            guess = fulltext.GUESS_STEP * ceiling
+            if step == fulltext.MAX_PASSES or guess <= floor:
+                guess = floor
+            if guess <= 0.0:  # too few found: every document holding any term
+                await score(len(plan.terms))
+                return top()
+            await score(fulltext.match_query(plan, guess))
+            ceiling = guess - fulltext.margin(guess)
+        return top()
 
     async def _dimension(
         self, conn: AsyncConnection[TupleRow], scope_id: str, profile_id: str
