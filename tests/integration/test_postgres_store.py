@@ -94,6 +94,15 @@ def test_pool_sizes_ride_on_the_url_and_never_reach_libpq() -> None:
         split_url("postgresql://db/mem?pool_min_size=9&pool_max_size=2")
 
 
+def test_the_candidate_list_widens_with_the_graph_and_stays_within_pgvector_bounds() -> None:
+    assert vectors.ef_search(30) == vectors.ef_search(30, active=200_000) == 256
+    assert vectors.ef_search(40, active=100_000) == 320
+    assert vectors.ef_search(30, active=1_000_000) == 573  # 256 x sqrt(5)
+    assert vectors.ef_search(120, active=1_000_000) == 1000  # pgvector's bound
+    assert vectors.ef_search(30, configured=64, active=1_000_000) == 64  # the URL's, as given
+    assert vectors.ef_search(100, configured=64) == 100
+
+
 async def _plan(store: PostgresMemoryStore, query: np.ndarray, revision: int) -> str:
     statement = vectors.nearest_query("p", query.shape[0], exact=False)
     async with store._connection("explaining") as conn, conn.transaction():

@@ -14,13 +14,18 @@ and the average lengths are taken over the versions active at the head (`scopes`
 `term_stats`).
 
 Scoring every document that shares any common word is what makes full-text search slow at a
-million entries, so the search runs MaxScore-style in up to two passes: first over the
-documents containing one of the rarest terms (a bounded number of rows), each scored with
-all terms; a document without any of those terms scores at most bm25.MAX_SATURATION times the
-other terms' idf sum, and when the first pass's limit-th score beats that bound its order is
-final. Otherwise the second pass matches on every term except the commonest ones whose
-combined bound stays below that limit-th score (often "the", "what", ...), scoring with all of
-them again. Both passes give exactly the order a full scan would.
+million entries, so the search runs MaxScore-style (store.fts_candidates): the first pass
+matches the documents containing one of the rarest terms (a bounded number of rows) and scores
+each with all terms. Any other document scores at most the sum of the other terms' bounds; a
+term's bound is what it can add to any score, from the peaks `term_stats` keeps of its lexemes
+(the largest count, and count per field length, over the versions holding it: Peak), or
+bm25.MAX_SATURATION x idf where they are unknown. Each version's tsvector also holds a marker
+lexeme (REPEAT_MARK + lexeme) for each lexeme it repeats, so a word that occurs once is bounded
+by tf 1 and the versions where it repeats are found apart. Later passes match only the
+documents whose terms' bounds reach a threshold, as minimal AND groups the GIN index intersects
+(match_query), lowering the threshold until the limit-th score found reaches it. Every pass
+scores exactly, and a document no pass matched scores below the limit-th score found, so the
+order is exactly a full scan's.
 """
 
 from __future__ import annotations

@@ -381,7 +381,9 @@ class PostgresMemoryStore:
             exact = exact or active <= vectors.EXACT_SCAN_UP_TO
             clause, extra = filter_sql(where, "postgres", "e.")
             params = (vector / norm, scope_id, revision, revision, *extra, limit)
-            rows = await self._search(conn, profile_id, dimension, params, limit, exact, clause)
+            rows = await self._search(
+                conn, profile_id, dimension, params, limit, exact, clause, active
+            )
             # The graph walk gives up after hnsw.max_scan_tuples; when it comes back short, the
             # revision, scope or request filters starved it: compare exhaustively instead. (How
             # many versions a filter admits is unknown, so a short filtered walk always is.)
@@ -403,11 +405,12 @@ class PostgresMemoryStore:
         limit: int,
         exact: bool,
         clause: str = "",
+        active: int = 0,
     ) -> list[tuple[int, float]]:
         statement = vectors.nearest_query(profile_id, dimension, exact=exact, clause=clause)
         async with conn.transaction():
             if not exact:
-                settings = vectors.ann_settings(limit, self.options.hnsw_ef_search)
+                settings = vectors.ann_settings(limit, self.options.hnsw_ef_search, active)
                 await conn.execute(vectors.ANN_SETTINGS, settings)
             cur = await conn.execute(statement, params)
             return [(int(row[0]), float(row[1])) for row in await cur.fetchall()]
