@@ -382,10 +382,11 @@ def ranking_query(
 
 
 MAX_PASSES = 6
-"""Passes after the first one before the last, which matches what the limit-th score found so
-far can still be beaten by."""
-GUESS_STEP = 0.75
-"""Each pass lowers the score it matches down to by this factor (see store.fts_candidates)."""
+"""Passes after the first one before the last, which matches every term when fewer than the
+limit were found."""
+GUESS_STEP = 0.5
+"""While fewer than the limit were found, each pass lowers the score it matches down to by
+this factor (see store.fts_candidates)."""
 MAX_CONJUNCTIONS = 32
 """How many AND groups a pass may match on (each one GIN scan); past it, the groups are
 widened (a superset, so the pass stays exact, only less selective)."""
@@ -424,19 +425,33 @@ def match_query(plan: RankPlan, threshold: float) -> list[str]:
         while keep > plan.first_pass + 1 and rest + plan.bound(keep - 1) < need:
             keep, rest = keep - 1, rest + plan.bound(keep - 1)
         return [term_query(plan.lexemes(keep)[len(plan.lexemes(plan.first_pass)) :])]
-    return [_tsquery(plan, conjunction) for conjunction in found]
+    # One GIN scan per rarest term: the conjunctions it leads share its postings, read once.
+    led: dict[tuple[int, bool], list[Conjunction]] = {}
+    for conjunction in found:
+        lead = min(conjunction)
+        led.setdefault(lead, []).append(conjunction - {lead})
+    queries = []
+    for lead, rests in led.items():
+        if any(not rest for rest in rests):
+            queries.append(_group(plan, lead))
+        else:
+            alternatives = " | ".join(_tsquery(plan, rest) for rest in rests)
+            queries.append(f"{_group(plan, lead)} & ({alternatives})")
+    return queries
 
 
 Conjunction = frozenset[tuple[int, bool]]
 """(term index, whether only its marks match) of each term a conjunction requires."""
 
 
+def _group(plan: RankPlan, item: tuple[int, bool]) -> str:
+    index, repeated = item
+    lexemes = plan.term_marks(index) if repeated else plan.term_lexemes(index)
+    return "(" + term_query(lexemes) + ")"
+
+
 def _tsquery(plan: RankPlan, conjunction: Conjunction) -> str:
-    parts = []
-    for index, repeated in sorted(conjunction):
-        lexemes = plan.term_marks(index) if repeated else plan.term_lexemes(index)
-        parts.append("(" + term_query(lexemes) + ")")
-    return " & ".join(parts)
+    return " & ".join(_group(plan, item) for item in sorted(conjunction))
 
 
 def _conjunctions(

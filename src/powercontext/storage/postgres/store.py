@@ -304,12 +304,11 @@ class PostgresMemoryStore:
     ) -> list[tuple[int, float, list[str]]]:
         """The exact top `limit` by MaxScore. The first pass scores every document holding
         one of the rarest terms; any other scores at most `ceiling`, the other terms' bounds
-        summed. Each further pass matches the documents whose other terms' bounds reach a
-        lower score (fulltext.match_query) and scores them, which brings `ceiling` down to that
+        summed. A further pass matches the documents whose other terms' bounds reach a lower
+        score (fulltext.match_query) and scores them, which brings `ceiling` down to that
         score; the search stops once the limit-th score found reaches `ceiling`. The score
-        matched steps down by GUESS_STEP (each step a small, conjunctive match) and after
-        MAX_PASSES goes straight to the limit-th score found, or to every term when fewer
-        than `limit` documents were found."""
+        matched is the limit-th score found; while fewer than `limit` documents were found,
+        it steps down by GUESS_STEP, and after MAX_PASSES it matches every term."""
         found: dict[int, tuple[int, float, list[str]]] = {}
 
         def top() -> list[tuple[int, float, list[str]]]:
@@ -329,8 +328,12 @@ class PostgresMemoryStore:
             floor = best[-1][1] if len(best) >= limit else 0.0
             if len(best) >= limit and floor >= ceiling:
                 return best
-            guess = fulltext.GUESS_STEP * ceiling
-            if step == fulltext.MAX_PASSES or guess <= floor:
+            # With `limit` documents found, the limit-th score is the threshold of the last
+            # pass: a pass costs about the same at any threshold (the leading term's postings,
+            # read once), so trying higher ones first only adds passes. Short of `limit`,
+            # guess lower and lower scores until enough documents reach one.
+            guess = floor if len(best) >= limit else fulltext.GUESS_STEP * ceiling
+            if step == fulltext.MAX_PASSES:
                 guess = floor
             if guess <= 0.0:  # too few found: every document holding any term
                 await score(len(plan.terms))
