@@ -127,3 +127,12 @@ async def test_every_pass_gives_the_exact_top_of_the_ranking(
         expected = _oracle(documents, active, terms, limit)
         assert [c.key for c in found] == expected, (trial, terms, limit)
         assert all(not t.startswith(fulltext.REPEAT_MARK) for c in found for t in c.tokens)
+
+
+async def test_a_version_of_speaker_words_only_stores_an_unbounded_ratio(
+    store: PostgresMemoryStore,
+) -> None:
+    result = await store.commit("sp", None, [add("a", tokens="@ann @ann"), add("b", tokens="x")])
+    found = await store.fts_candidates("sp", 1, ["ann"], limit=5)
+    assert [c.key for c in found] == [result.keys[0]]
+    assert found[0].tokens == frozenset({"@ann"})  # the repeat mark stays inside
