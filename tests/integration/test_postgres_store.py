@@ -98,7 +98,9 @@ def test_the_candidate_list_widens_with_the_graph_and_stays_within_pgvector_boun
     assert vectors.ef_search(30) == vectors.ef_search(30, active=200_000) == 256
     assert vectors.ef_search(40, active=100_000) == 320
     assert vectors.ef_search(30, active=1_000_000) == 573  # 256 x sqrt(5)
-    assert vectors.ef_search(120, active=1_000_000) == 1000  # pgvector's bound
+    assert vectors.ef_search(40, active=1_000_000) == 573
+    assert vectors.ef_search(120, active=1_000_000) == 960
+    assert vectors.ef_search(120, active=100_000_000) == 1000  # pgvector's bound
     assert vectors.ef_search(30, configured=64, active=1_000_000) == 64  # the URL's, as given
     assert vectors.ef_search(100, configured=64) == 100
 

@@ -155,14 +155,14 @@ def ef_search(limit: int, configured: int | None = None, active: int = 0) -> int
     sentence-like vectors at 100k entries (docs/postgres.md), recall@30 was 0.92 at ef 120
     (the earlier 4 x limit) and 0.96 at 256, for about 4 ms more; pgvector's 40 suits LIMIT 10.
     A larger graph needs a wider list for the same recall (at 1M, 256 gave 0.909 and 512 0.950),
-    so past GRAPH_GROWTH_FROM active versions the list grows with the square root of the size
-    (x 2.24 at a million)."""
+    so past GRAPH_GROWTH_FROM active versions the floor of 256 grows with the square root of the
+    size (573 at a million); eight times the rows wanted already makes a wide list."""
     if configured is not None:
         return min(1000, max(configured, limit))
-    wanted = max(256, 8 * limit)
+    floor = 256
     if active > GRAPH_GROWTH_FROM:
-        wanted = math.ceil(wanted * math.sqrt(active / GRAPH_GROWTH_FROM))
-    return min(1000, wanted)
+        floor = math.ceil(floor * math.sqrt(active / GRAPH_GROWTH_FROM))
+    return min(1000, max(floor, 8 * limit))
 
 
 # Transaction-local settings of a graph walk. relaxed_order: keep walking until LIMIT rows pass
