@@ -305,6 +305,7 @@ async def recall(
     profile = embedder.profile.profile_id
     vectors = [np.asarray(await embedder.embed_query(q), dtype=np.float32) for q in pool]
     store = await PostgresMemoryStore.open(url)
+    active = await store.active_count(SCOPE, head)
     truths: list[set[int]] = []
     floors: list[float] = []  # the 30th exact similarity: anything as near counts as found
     admissible: list[set[int]] = []  # exact top 30 the pipeline would admit (similarity >= 0.3)
@@ -342,7 +343,7 @@ async def recall(
         finally:
             await store.close()
         return {
-            "ef_search": ef_search(limit, ef),
+            "ef_search": ef_search(limit, ef, active),
             "recall_at_30": round(statistics.fmean(overlaps), 4),
             "tie_aware_recall_at_30": round(statistics.fmean(near), 4),
             "recall_of_admissible": round(statistics.fmean(admitted), 4) if admitted else None,

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from powercontext.memory.ports import CommitRequest, FtsQuery
-from powercontext.memory.search import bm25
 from powercontext.storage.postgres import PostgresMemoryStore, fulltext
 from tests import pg_server
 from tests.contract.builders import add, retire
@@ -36,20 +35,31 @@ def test_the_plan_scores_rare_terms_higher_and_bounds_the_rest() -> None:
     assert fulltext.plan_ranking(["\x00"], {}, 10, 10, 0) is None
 
 
-def test_common_terms_are_left_out_of_the_match_only_below_the_threshold() -> None:
+def test_later_passes_match_the_terms_that_can_reach_the_threshold_together() -> None:
     frequencies = {"rare": 1, "mid": 300, "the": 5000, "a": 6000}
     plan = fulltext.plan_ranking(["a", "the", "mid", "rare"], frequencies, 10_000, 1, 0)
     assert plan is not None and plan.terms == ("rare", "mid", "the", "a")
     assert plan.first_pass == 2
-    weights = plan.weights
-    common = bm25.MAX_SATURATION * (weights[2] + weights[3])
-    # the limit-th score beats what "the" and "a" together can give: the first pass is final
-    assert fulltext.terms_to_match(plan, [common * 1.01] * 3, limit=3) == 2
-    # it beats "a" alone but not both: the second pass must match on "the" too
-    between = bm25.MAX_SATURATION * weights[3] * 1.01
-    assert fulltext.terms_to_match(plan, [between] * 3, limit=3) == 3
-    assert fulltext.terms_to_match(plan, [0.0001] * 3, limit=3) == 4
-    assert fulltext.terms_to_match(plan, [100.0], limit=3) == 4  # short: others may fill
+    mid, the, a = plan.bound(1), plan.bound(2), plan.bound(3)
+    assert fulltext.rest_bound(plan) == the + a
+    # below every bound: any of the later terms; above one, only both together (in any field)
+    the_, a_ = "('the' | '_the' | '@the')", "('a' | '_a' | '@a')"
+    assert fulltext.match_query(plan, min(the, a) * 0.9) == [the_, a_]
+    assert fulltext.match_query(plan, max(the, a) * 1.01) == [f"{the_} & ({a_})"]
+    # the stored peaks bound lower than (k1 + 1) idf, and a single occurrence lower still
+    peaks = {term: fulltext.Peak(1, 0.5) for term in frequencies}
+    peaks["\x1fthe"] = fulltext.Peak(3, 1.0)
+    frequencies["\x1fthe"] = 40
+    tight = fulltext.plan_ranking(
+        ["a", "the", "mid", "rare"], frequencies, 10_000, 50_000, 0, None, peaks
+    )
+    assert tight is not None and tight.term_marks(2) == ("\x1fthe",)
+    assert tight.single_bound(2) < tight.bound(2) < the
+    assert tight.bound(1) == tight.single_bound(1) < mid
+    # where "the" occurs once it cannot reach the threshold with "a"; where it repeats it can
+    threshold = tight.single_bound(2) + tight.bound(3) + 1e-6
+    assert tight.bound(2) < threshold < tight.bound(2) + tight.bound(3)
+    assert fulltext.match_query(tight, threshold) == ["('\x1fthe') & (('a'))"]
 
 
 @pytest.fixture
@@ -93,12 +103,16 @@ def _oracle(
     return [key for _, key in sorted(scored)[:limit]]
 
 
-async def test_both_passes_give_the_exact_top_of_the_ranking(
-    store: PostgresMemoryStore, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("conjunctions", [32, 1], ids=["conjunctions", "widened"])
+async def test_every_pass_gives_the_exact_top_of_the_ranking(
+    store: PostgresMemoryStore, monkeypatch: pytest.MonkeyPatch, conjunctions: int
 ) -> None:
     # A tiny budget makes the first pass cover only the rarest term, so queries exercise the
-    # early exit and the fallback to the second pass; both must match the oracle exactly.
+    # early exit, the conjunctive second pass (with the marks of repeated words), the guessed
+    # thresholds of a short first pass and, with one conjunction at most, the widened match; every
+    # path must match the oracle exactly.
     monkeypatch.setattr(fulltext, "FIRST_PASS_DF_BUDGET", 6)
+    monkeypatch.setattr(fulltext, "MAX_CONJUNCTIONS", conjunctions)
     rng = random.Random(7)
     vocabulary = [f"w{i}" for i in range(60)]
     weights = [1 / (rank + 1) for rank in range(len(vocabulary))]  # Zipf-like
@@ -109,9 +123,20 @@ async def test_both_passes_give_the_exact_top_of_the_ranking(
     versions = await store.fetch_versions("z", result.keys[:60])
     await store.commit(CommitRequest("z", 1, [retire(versions[key]) for key in result.keys[:60]]))
     active = set(result.keys[60:])
-    for trial in range(25):
-        terms = rng.sample(vocabulary, rng.randint(1, 5))
-        limit = rng.choice([3, 10, 40])
+    for trial in range(60):
+        terms = rng.sample(vocabulary, rng.randint(1, 6))
+        limit = rng.choice([1, 3, 10, 40])
         found = await store.fts_candidates(FtsQuery("z", 2, terms, limit=limit))
         expected = _oracle(documents, active, terms, limit)
         assert [c.key for c in found] == expected, (trial, terms, limit)
+        assert all(not t.startswith(fulltext.REPEAT_MARK) for c in found for t in c.tokens)
+
+
+async def test_a_version_of_speaker_words_only_stores_an_unbounded_ratio(
+    store: PostgresMemoryStore,
+) -> None:
+    changes = [add("a", tokens="@ann @ann"), add("b", tokens="x")]
+    result = await store.commit(CommitRequest("sp", None, changes))
+    found = await store.fts_candidates(FtsQuery("sp", 1, ["ann"], limit=5))
+    assert [c.key for c in found] == [result.keys[0]]
+    assert found[0].tokens == frozenset({"@ann"})  # the repeat mark stays inside

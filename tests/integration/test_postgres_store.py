@@ -95,6 +95,17 @@ def test_pool_sizes_ride_on_the_url_and_never_reach_libpq() -> None:
         split_url("postgresql://db/mem?pool_min_size=9&pool_max_size=2")
 
 
+def test_the_candidate_list_widens_with_the_graph_and_stays_within_pgvector_bounds() -> None:
+    assert vectors.ef_search(30) == vectors.ef_search(30, active=200_000) == 256
+    assert vectors.ef_search(40, active=100_000) == 320
+    assert vectors.ef_search(30, active=1_000_000) == 573  # 256 x sqrt(5)
+    assert vectors.ef_search(40, active=1_000_000) == 573
+    assert vectors.ef_search(120, active=1_000_000) == 960
+    assert vectors.ef_search(120, active=100_000_000) == 1000  # pgvector's bound
+    assert vectors.ef_search(30, configured=64, active=1_000_000) == 64  # the URL's, as given
+    assert vectors.ef_search(100, configured=64) == 100
+
+
 async def _plan(store: PostgresMemoryStore, query: np.ndarray, revision: int) -> str:
     statement = vectors.nearest_query("p", query.shape[0], exact=False)
     async with store._connection("explaining") as conn, conn.transaction():
@@ -179,7 +190,9 @@ async def test_the_bm25_migration_backfills_lengths_and_rebuild_makes_counts_exa
             "INSERT INTO entry_versions (scope_id, key, entry_id, entry_version_id, version, "
             "kind, text, metadata, created_at, added_revision, tokens) VALUES "
             "('s', 1, 'e1', 'v1', 1, 'fact', 'a', '{}', now(), 1, $$'kayak' 'lake' '_sun'$$),"
-            "('s', 2, 'e2', 'v2', 1, 'fact', 'b', '{}', now(), 1, $$'kayak' '@ann' '_x' '_y'$$)"
+            "('s', 2, 'e2', 'v2', 1, 'fact', 'b', '{}', now(), 1, $$'kayak' '@ann' '_x' '_y'$$);"
+            "INSERT INTO term_stats VALUES ('s', 'kayak', 2), ('s', 'lake', 1), ('s', '_sun', 1),"
+            "('s', '@ann', 1), ('s', '_x', 1), ('s', '_y', 1)"
         )
     monkeypatch.undo()
     assert await upgrade(url) == list(range(len(before) + 1, SCHEMA_VERSION + 1))
@@ -190,6 +203,16 @@ async def test_the_bm25_migration_backfills_lengths_and_rebuild_makes_counts_exa
         assert await cur.fetchall() == [(1, 2, 1, None), (2, 1, 2, None)]
         cur = await conn.execute("SELECT own_length_total, context_length_total FROM scopes")
         assert await cur.fetchone() == (3, 3)
+        # migration 6: each lexeme's peak count and count per length of its field
+        cur = await conn.execute("SELECT term, tf_max, tf_ratio_max FROM term_stats ORDER BY term")
+        assert await cur.fetchall() == [
+            ("@ann", 1, 1.0),
+            ("_sun", 1, 1.0),
+            ("_x", 1, 0.5),
+            ("_y", 1, 0.5),
+            ("kayak", 1, 1.0),
+            ("lake", 1, 0.5),
+        ]
     store = await PostgresMemoryStore.open(url)
     try:
         # the shorter entry first, as BM25 ranks one occurrence each
@@ -206,6 +229,16 @@ async def test_the_bm25_migration_backfills_lengths_and_rebuild_makes_counts_exa
     async with await psycopg.AsyncConnection.connect(url) as conn:
         cur = await conn.execute("SELECT own_length, term_counts FROM entry_versions WHERE key = 1")
         assert await cur.fetchone() == (4, {"kayak": 3})
+        cur = await conn.execute(
+            "SELECT term, df, tf_max, tf_ratio_max FROM term_stats"
+            " WHERE term IN ('kayak', 'lake', chr(31) || 'kayak') ORDER BY term COLLATE \"C\""
+        )
+        # a word's own peaks count it once; its marker's, where it repeats
+        assert await cur.fetchall() == [
+            ("\x1fkayak", 1, 3, 0.75),
+            ("kayak", 2, 1, 1.0),
+            ("lake", 1, 1, 0.5),
+        ]
         cur = await conn.execute("SELECT own_length_total, context_length_total FROM scopes")
         assert await cur.fetchone() == (5, 3)
 

@@ -121,6 +121,7 @@ def _postgres_snapshot(url: str, scope_id: str) -> Snapshot:
     import psycopg
 
     from powercontext.storage.postgres.connection import split_url
+    from powercontext.storage.postgres.fulltext import indexed_text
 
     conninfo, _ = split_url(url)
     with psycopg.connect(conninfo, autocommit=True) as conn:
@@ -131,9 +132,10 @@ def _postgres_snapshot(url: str, scope_id: str) -> Snapshot:
             "WHERE scope_id = %s",
             (scope_id,),
         ).fetchall()
+        # what the store writes: the tokens, and a repeat mark for each token that repeats
         wrong = [
             vid for vid, lexemes in rows
-            if set(lexemes) != set(index_tokens(snapshot.versions[vid][3]).split())
+            if set(lexemes) != set(indexed_text(index_tokens(snapshot.versions[vid][3])).lexemes)
         ]  # fmt: skip
         if wrong:
             problems.append(f"{len(wrong)} tsvectors differ from their text, e.g. {wrong[:3]}")

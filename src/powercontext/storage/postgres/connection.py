@@ -3,7 +3,8 @@
 A URL is a libpq URI (`postgresql://user:password@host:5432/dbname?sslmode=require`, or a unix
 socket with `?host=/run/postgresql`). Store options may ride along as query parameters that
 are removed before libpq sees them: `pool_min_size` (default 1), `pool_max_size` (default 8)
-and `hnsw_ef_search` (default max(256, 8 x the rows asked for), at most 1000).
+and `hnsw_ef_search` (default max(256, 8 x the rows asked for), wider past 200,000 active
+versions, at most 1000: vectors.ef_search).
 """
 
 from __future__ import annotations

@@ -160,7 +160,51 @@ _V_ERASURE = (
     "CREATE INDEX entry_vectors_by_key ON entry_vectors (scope_id, key)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V_BM25, _V_ERASURE)
+# Issue 20 (migration 6): each lexeme's peaks (storage.postgres.fulltext.Peak) bound what a
+# term can add to a score, so a full-text search skips documents that cannot reach its top;
+# they cover the versions active at the head, null is unknown (the loose bound k1 + 1 applies).
+# Each version's tsvector gains a marker lexeme (chr(31) || lexeme) for each lexeme it repeats,
+# with its own statistics: where a word occurs once its bound is lower, and the GIN index finds
+# the versions where it repeats. The backfill rewrites the versions with repeats and reads every
+# active version's lexemes once.
+_V_PEAKS = (
+    "ALTER TABLE term_stats ADD COLUMN tf_max integer, ADD COLUMN tf_ratio_max float8",
+    """
+    UPDATE entry_versions SET tokens = tokens || array_to_tsvector(
+        ARRAY(SELECT chr(31) || k FROM jsonb_object_keys(term_counts) AS k
+              WHERE octet_length(k) < 2046))
+    WHERE term_counts IS NOT NULL
+    """,
+    """
+    INSERT INTO term_stats (scope_id, term, df, tf_max, tf_ratio_max)
+    SELECT scope_id, lexeme, count(*), max(tf),
+        max(CASE WHEN length = 0 THEN 'Infinity'::float8 ELSE tf::float8 / length END)
+    FROM (
+        SELECT e.scope_id, l.lexeme,
+            CASE WHEN left(l.lexeme, 1) = chr(31)
+                THEN (e.term_counts ->> substr(l.lexeme, 2))::integer ELSE 1 END AS tf,
+            CASE WHEN left(ltrim(l.lexeme, chr(31)), 1) = '_' THEN e.context_length
+                ELSE e.own_length END AS length
+        FROM entry_versions e CROSS JOIN LATERAL unnest(tsvector_to_array(e.tokens)) AS l (lexeme)
+        WHERE e.removed_revision IS NULL
+    ) occurrences
+    GROUP BY scope_id, lexeme
+    ON CONFLICT (scope_id, term) DO UPDATE
+    SET tf_max = EXCLUDED.tf_max, tf_ratio_max = EXCLUDED.tf_ratio_max
+    """,
+    """
+    UPDATE scopes s SET lexeme_total = s.lexeme_total + m.marks
+    FROM (
+        SELECT scope_id, sum((SELECT count(*) FROM jsonb_object_keys(term_counts))) AS marks
+        FROM entry_versions WHERE removed_revision IS NULL AND term_counts IS NOT NULL
+        GROUP BY scope_id
+    ) m
+    WHERE s.scope_id = m.scope_id
+    """,
+    "ANALYZE entry_versions",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V_BM25, _V_ERASURE, _V_PEAKS)
 """MIGRATIONS[i] brings the schema from version i to version i + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -39,7 +39,7 @@ from powercontext.memory.ports import (
 )
 from powercontext.storage.common import query_array, unit_vectors, validate_plan
 from powercontext.storage.filter_sql import filter_sql
-from powercontext.storage.postgres import erasure, fulltext, reads, vectors, writes
+from powercontext.storage.postgres import erasure, fts_search, reads, vectors, writes
 from powercontext.storage.postgres.connection import PostgresOptions, connect, split_url
 from powercontext.storage.postgres.errors import is_unique_violation, storage_error
 from powercontext.storage.postgres.schema import migrate
@@ -206,7 +206,7 @@ class PostgresMemoryStore:
 
     async def fts_candidates(self, query: FtsQuery) -> list[FtsCandidate]:
         async with self._connection("searching the full-text index") as conn:
-            return await fulltext.candidates(conn, query)
+            return await fts_search.candidates(conn, query)
 
     async def _dimension(
         self, conn: AsyncConnection[TupleRow], scope_id: str, profile_id: str
@@ -243,7 +243,9 @@ class PostgresMemoryStore:
             exact = exact or active <= vectors.EXACT_SCAN_UP_TO
             clause, extra = filter_sql(query.where, "postgres", "e.")
             params = (vector / norm, query.scope_id, query.revision, query.revision, *extra, limit)
-            rows = await self._search(conn, profile_id, dimension, params, limit, exact, clause)
+            rows = await self._search(
+                conn, profile_id, dimension, params, limit, exact, clause, active
+            )
             # The graph walk gives up after hnsw.max_scan_tuples; when it comes back short, the
             # revision, scope or request filters starved it: compare exhaustively instead. (How
             # many versions a filter admits is unknown, so a short filtered walk always is.)
@@ -265,11 +267,12 @@ class PostgresMemoryStore:
         limit: int,
         exact: bool,
         clause: str = "",
+        active: int = 0,
     ) -> list[tuple[int, float]]:
         statement = vectors.nearest_query(profile_id, dimension, exact=exact, clause=clause)
         async with conn.transaction():
             if not exact:
-                settings = vectors.ann_settings(limit, self.options.hnsw_ef_search)
+                settings = vectors.ann_settings(limit, self.options.hnsw_ef_search, active)
                 await conn.execute(vectors.ANN_SETTINGS, settings)
             cur = await conn.execute(statement, params)
             return [(int(row[0]), float(row[1])) for row in await cur.fetchall()]

@@ -18,6 +18,7 @@ scan of 2000 vectors takes about as long as a graph walk and never misses).
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import struct
 from typing import Any
@@ -145,13 +146,24 @@ def nearest_query(
     ).format(distance=distance, profile=sql.Literal(profile_id), clause=sql.SQL(clause))
 
 
-def ef_search(limit: int, configured: int | None = None) -> int:
+GRAPH_GROWTH_FROM = 200_000
+"""Revisions larger than this walk the graph with a wider candidate list (see ef_search)."""
+
+
+def ef_search(limit: int, configured: int | None = None, active: int = 0) -> int:
     """Candidate list size of the HNSW search, within pgvector's bound of 1000: eight times the
     rows wanted, at least 256 (the embedded store's default too), unless configured. On dense
     sentence-like vectors at 100k entries (docs/postgres.md), recall@30 was 0.92 at ef 120
-    (the earlier 4 x limit) and 0.96 at 256, for about 4 ms more; pgvector's 40 suits LIMIT 10."""
-    wanted = max(256, 8 * limit) if configured is None else max(configured, limit)
-    return min(1000, wanted)
+    (the earlier 4 x limit) and 0.96 at 256, for about 4 ms more; pgvector's 40 suits LIMIT 10.
+    A larger graph needs a wider list for the same recall (at 1M, 256 gave 0.909 and 512 0.950),
+    so past GRAPH_GROWTH_FROM active versions the floor of 256 grows with the square root of the
+    size (573 at a million); eight times the rows wanted already makes a wide list."""
+    if configured is not None:
+        return min(1000, max(configured, limit))
+    floor = 256
+    if active > GRAPH_GROWTH_FROM:
+        floor = math.ceil(floor * math.sqrt(active / GRAPH_GROWTH_FROM))
+    return min(1000, max(floor, 8 * limit))
 
 
 # Transaction-local settings of a graph walk. relaxed_order: keep walking until LIMIT rows pass
@@ -165,5 +177,5 @@ ANN_SETTINGS = (
 )
 
 
-def ann_settings(limit: int, configured: int | None = None) -> tuple[str]:
-    return (str(ef_search(limit, configured)),)
+def ann_settings(limit: int, configured: int | None = None, active: int = 0) -> tuple[str]:
+    return (str(ef_search(limit, configured, active)),)

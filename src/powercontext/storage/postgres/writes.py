@@ -21,7 +21,7 @@ from psycopg.rows import TupleRow
 from powercontext.memory.errors import MemoryValidationError, NotFoundError
 from powercontext.memory.ports import CommitResult, IdempotencyClaim, NewVersion, PlannedChange
 from powercontext.storage.common import conflict, version_fields
-from powercontext.storage.postgres.fulltext import indexed_text
+from powercontext.storage.postgres.fulltext import Peak, indexed_text
 
 _VERSION_COLUMNS = (
     "scope_id, key, entry_id, entry_version_id, version, kind, text, metadata, created_at, "
@@ -43,6 +43,14 @@ class Lengths(NamedTuple):
     """Document frequency gained (or lost, negative) per lexeme."""
     own: int = 0
     context: int = 0
+    peaks: dict[str, Peak] | None = None
+    """The peaks of the lexemes of the versions that became active (fulltext.Peak)."""
+
+
+def merge_peaks(into: dict[str, Peak], peaks: dict[str, Peak]) -> None:
+    for lexeme, peak in peaks.items():
+        known = into.get(lexeme)
+        into[lexeme] = peak if known is None else known.merge(peak)
 
 
 async def current_head(conn: AsyncConnection[TupleRow], scope_id: str) -> int | None:
@@ -133,6 +141,7 @@ async def _copy_versions(
     """COPY the new versions; their keys and the statistics they add."""
     keys = tuple(await _draw_keys(conn, len(news)))
     gained: Counter[str] = Counter()
+    peaks: dict[str, Peak] = {}
     own = context = 0
     if not news:
         return keys, Lengths(gained)
@@ -141,6 +150,7 @@ async def _copy_versions(
         for key, new in zip(keys, news, strict=True):
             indexed = indexed_text(new.index_tokens)
             gained.update(indexed.lexemes)
+            merge_peaks(peaks, indexed.peaks)
             own += indexed.own_length
             context += indexed.context_length
             await copy.write_row(
@@ -158,7 +168,7 @@ async def _copy_versions(
                     indexed.term_counts,
                 )
             )
-    return keys, Lengths(gained, own, context)
+    return keys, Lengths(gained, own, context, peaks)
 
 
 async def _copy_changes(
@@ -212,21 +222,38 @@ async def _update_statistics(
         "context_length_total = greatest(context_length_total + %s, 0) WHERE scope_id = %s",
         (active_count, sum(delta.values()), change.own, change.context, scope_id),
     )
-    gained = sorted(term for term, count in delta.items() if count > 0)
+    peaks = change.peaks or {}
     lost = sorted(term for term, count in delta.items() if count < 0)
-    if gained:
-        await conn.execute(
-            "INSERT INTO term_stats (scope_id, term, df) "
-            "SELECT %s, term, df FROM unnest(%s::text[], %s::bigint[]) AS u (term, df) "
-            "ON CONFLICT (scope_id, term) DO UPDATE SET df = term_stats.df + EXCLUDED.df",
-            (scope_id, gained, [delta[term] for term in gained]),
-        )
     if lost:
         await conn.execute(
             "UPDATE term_stats t SET df = greatest(t.df + u.df, 0) "
             "FROM unnest(%s::text[], %s::bigint[]) AS u (term, df) "
             "WHERE t.scope_id = %s AND t.term = u.term",
             (lost, [delta[term] for term in lost], scope_id),
+        )
+    gained = sorted({term for term, count in delta.items() if count > 0} | peaks.keys())
+    if gained:
+        # A peak only grows; a row of unknown peaks (null, from before migration 6) with
+        # active versions stays unknown, and a row without any takes the new ones.
+        await conn.execute(
+            "INSERT INTO term_stats (scope_id, term, df, tf_max, tf_ratio_max) "
+            "SELECT %s, term, df, tf, ratio "
+            "FROM unnest(%s::text[], %s::bigint[], %s::integer[], %s::float8[]) "
+            "AS u (term, df, tf, ratio) "
+            "ON CONFLICT (scope_id, term) DO UPDATE SET df = term_stats.df + EXCLUDED.df, "
+            "tf_max = CASE WHEN term_stats.df <= 0 THEN EXCLUDED.tf_max "
+            "WHEN term_stats.tf_max IS NULL THEN NULL "
+            "ELSE greatest(term_stats.tf_max, EXCLUDED.tf_max) END, "
+            "tf_ratio_max = CASE WHEN term_stats.df <= 0 THEN EXCLUDED.tf_ratio_max "
+            "WHEN term_stats.tf_max IS NULL THEN NULL "
+            "ELSE greatest(term_stats.tf_ratio_max, EXCLUDED.tf_ratio_max) END",
+            (
+                scope_id,
+                gained,
+                [max(delta[term], 0) for term in gained],
+                [peaks[term].tf if term in peaks else None for term in gained],
+                [peaks[term].ratio if term in peaks else None for term in gained],
+            ),
         )
 
 
@@ -252,6 +279,7 @@ async def rewrite_tokens(
         if missing:
             raise NotFoundError(f"scope {scope_id!r} has no entry versions with keys {missing[:5]}")
         delta: Counter[str] = Counter()
+        peaks: dict[str, Peak] = {}
         own = context = 0
         for key, tokens in dict(items).items():
             indexed = indexed_text(tokens)
@@ -270,10 +298,11 @@ async def rewrite_tokens(
             )
             if active:
                 delta.update(indexed.lexemes)
+                merge_peaks(peaks, indexed.peaks)
                 delta.subtract(before)
                 own += indexed.own_length - own_before
                 context += indexed.context_length - context_before
-        await _update_statistics(conn, scope_id, Lengths(delta, own, context))
+        await _update_statistics(conn, scope_id, Lengths(delta, own, context, peaks))
 
 
 async def commit(
@@ -317,6 +346,7 @@ async def commit(
             added.lexemes,
             added.own - sum(gone.own_length for gone in retired.values()),
             added.context - sum(gone.context_length for gone in retired.values()),
+            added.peaks,
         )
         await _update_statistics(conn, scope_id, statistics, active_count)
         if idempotency is not None:
