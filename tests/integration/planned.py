@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from powercontext.memory.ports import NewVersion, PlannedChange
 
 
-def planned_adds(texts: Sequence[str], start: int = 0) -> list[PlannedChange]:
+def planned_adds(
+    texts: Sequence[str], start: int = 0, tokens: Callable[[str], str] = str
+) -> list[PlannedChange]:
     """Entry `e<start + n>` (version `v<start + n>`) of kind fact for the n-th text, indexed as
-    written."""
+    `tokens` makes it (default: as written)."""
     return [
         PlannedChange(
             op="add",
@@ -20,7 +22,7 @@ def planned_adds(texts: Sequence[str], start: int = 0) -> list[PlannedChange]:
                 kind="fact",
                 text=text,
                 metadata={},
-                index_tokens=text,
+                index_tokens=tokens(text),
             ),
         )
         for i, text in enumerate(texts, start=start)

@@ -21,7 +21,6 @@ from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.ports import (
     CommitRequest,
     FtsQuery,
-    NewVersion,
     PlannedChange,
     StoredVersion,
     VectorCandidate,
@@ -30,6 +29,7 @@ from powercontext.memory.ports import (
 )
 from powercontext.memory.search.analyze import index_tokens
 from powercontext.storage.sqlite import IndexOptions, SqliteMemoryStore, fulltext
+from tests.integration.planned import planned_adds
 
 # hnswlib is the optional `[hnsw]` extra (it compiles C++); the dev install includes it.
 HAS_HNSWLIB = find_spec("hnswlib") is not None
@@ -47,18 +47,7 @@ WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel
 
 
 def _add(i: int, text: str) -> PlannedChange:
-    return PlannedChange(
-        op="add",
-        new=NewVersion(
-            entry_id=f"e{i}",
-            entry_version_id=f"v{i}",
-            version=1,
-            kind="fact",
-            text=text,
-            metadata={},
-            index_tokens=index_tokens(text),
-        ),
-    )
+    return planned_adds([text], start=i, tokens=index_tokens)[0]
 
 
 def _retire(version: StoredVersion) -> PlannedChange:

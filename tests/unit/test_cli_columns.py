@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from powercontext.cli import app
 from powercontext.config import ServerSettings
+from tests.unit.cli_local import local_env
 
 runner = CliRunner()
 TOKEN = re.compile(r"\b\d+:[0-9a-f]{16,}:[0-9a-f]{16,}\b")
@@ -20,11 +21,7 @@ TOKEN = re.compile(r"\b\d+:[0-9a-f]{16,}:[0-9a-f]{16,}\b")
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "COLUMNS": "80",
-        "POWERCONTEXT_SERVER_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
-        "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL": "hash",
-    }
+    return {"COLUMNS": "80", **local_env(tmp_path)}
 
 
 def _ok(env: dict[str, str], *args: str) -> str:

@@ -4,32 +4,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from powercontext.cli import app
-
-runner = CliRunner()
+from tests.unit.cli_local import local_env, run_json, runner
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "POWERCONTEXT_SERVER_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
-        "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL": "hash",
-    }
-
-
-def _json(env: dict[str, str], *args: str) -> Any:
-    result = runner.invoke(app, [*args, "--local", "--json"], env=env)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+    return local_env(tmp_path)
 
 
 def test_remember_search_get_list_retire(env: dict[str, str]) -> None:
-    written = _json(
+    written = run_json(
         env,
         "memory",
         "remember",
@@ -42,32 +30,32 @@ def test_remember_search_get_list_retire(env: dict[str, str]) -> None:
         '{"source": "chat"}',
     )
     assert written["memory_ref"] == {"scope_id": "p", "revision": 1}
-    _json(env, "memory", "remember", "Ben likes sailing.", "--scope", "p")
+    run_json(env, "memory", "remember", "Ben likes sailing.", "--scope", "p")
 
-    page = _json(env, "memory", "search", "Lisbon", "--scope", "p", "--mode", "fts")
+    page = run_json(env, "memory", "search", "Lisbon", "--scope", "p", "--mode", "fts")
     assert page["mode"] == "fts" and len(page["hits"]) == 1
     hit = page["hits"][0]
     assert hit["text"] == "Ana moved to Lisbon in 2021." and hit["kind"] == "event"
     assert hit["metadata"] == {"source": "chat"}
 
     # A citation from --json output is accepted as is, and so is the compact token.
-    entry = _json(env, "memory", "get", json.dumps(hit["citation"]), "--scope", "p")
+    entry = run_json(env, "memory", "get", json.dumps(hit["citation"]), "--scope", "p")
     assert entry["entry_version_id"] == hit["citation"]["entry_version_id"]
     token = "{}:{}:{}".format(
         hit["citation"]["memory_ref"]["revision"],
         hit["citation"]["entry_id"],
         hit["citation"]["entry_version_id"],
     )
-    assert _json(env, "memory", "get", token, "--scope", "p")["text"] == hit["text"]
+    assert run_json(env, "memory", "get", token, "--scope", "p")["text"] == hit["text"]
 
-    listed = _json(env, "memory", "list", "--scope", "p")
+    listed = run_json(env, "memory", "list", "--scope", "p")
     assert [e["text"] for e in listed["entries"]] == [
         "Ana moved to Lisbon in 2021.",
         "Ben likes sailing.",
     ]
-    retired = _json(env, "memory", "retire", token, "--scope", "p", "--reason", "moved again")
+    retired = run_json(env, "memory", "retire", token, "--scope", "p", "--reason", "moved again")
     assert retired["memory_ref"]["revision"] == 3
-    assert _json(env, "memory", "search", "Lisbon", "--scope", "p")["hits"] == []
+    assert run_json(env, "memory", "search", "Lisbon", "--scope", "p")["hits"] == []
 
 
 def test_human_readable_tables(env: dict[str, str]) -> None:

@@ -7,19 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from powercontext.cli import app
-
-runner = CliRunner()
+from tests.unit.cli_local import local_env, runner
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "POWERCONTEXT_SERVER_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
-        "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL": "hash",
-    }
+    return local_env(tmp_path)
 
 
 def _run(env: dict[str, str], *args: str, stdin: str | None = None) -> Any:
