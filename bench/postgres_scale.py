@@ -27,7 +27,9 @@ What it measures, through the public MemoryService with the store:
 
 `--data DIR` keeps the bundled server's data; a later run with the same DIR and --entries skips
 the ingest and measures search again (its ingest figures are kept from the first run's file).
-Figures go to stdout and bench/results/postgres_scale_<entries>.json.
+Figures go to stdout and bench/results/postgres_scale_<entries>.json (or `--output NAME`).
+`--search-defaults server` searches with the server's settings (full-text feedback on); the
+default, `library`, with `SearchConfig()` (feedback off), as the earlier figures were taken.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ import numpy as np
 import numpy.typing as npt
 import psycopg
 
+from powercontext.config import ServerSettings
 from powercontext.inference.embeddings.hashing import HashingEmbedder
 from powercontext.memory.models import (
     EmbeddingProfile,
@@ -61,6 +64,7 @@ from powercontext.memory.models import (
 from powercontext.memory.ports import EmbeddingModel, VectorQuery
 from powercontext.memory.search.analyze import ENGLISH_STOPWORDS
 from powercontext.memory.service import MemoryService, SearchConfig
+from powercontext.runtime import search_config
 from powercontext.storage.postgres import PostgresMemoryStore, PostgresOptions
 from powercontext.storage.postgres.vectors import ef_search
 
@@ -382,8 +386,8 @@ async def server_facts(url: str) -> dict[str, str]:
     return facts
 
 
-def results_file(entries: int) -> Path:
-    return RESULTS / f"postgres_scale_{entries}.json"
+def results_file(entries: int, name: str | None) -> Path:
+    return RESULTS / f"{name or f'postgres_scale_{entries}'}.json"
 
 
 async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -401,14 +405,21 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         else:  # a kept --data directory: measure search again, keep the ingest figures
             print(f"reusing the {args.entries:,} entries already stored", flush=True)
             service = MemoryService(store, embedder=embedder)
-            path = results_file(args.entries)
+            path = results_file(args.entries, args.output)
             figures = json.loads(path.read_text()).get("ingest", {}) if path.is_file() else {}
         result: dict[str, Any] = {"entries": args.entries, "ingest": figures}
         result["server"] = await server_facts(url)
         print(f"server: {result['server']}", flush=True)
         head = await store.head(SCOPE)
         assert head is not None
-        print("search latency (limit 10, no reranker)", flush=True)
+        if args.search_defaults == "server":
+            # The server's search settings (full-text feedback on), not the library's.
+            service = MemoryService(
+                store, embedder=embedder, config=search_config(ServerSettings())
+            )
+        result["search_defaults"] = args.search_defaults
+        defaults = args.search_defaults
+        print(f"search latency (limit 10, no reranker, {defaults} defaults)", flush=True)
         warmup = min(20, args.queries // 5)
         result["search"] = await latency(service, pool, warmup)
         print("HNSW recall against exact search", flush=True)
@@ -440,6 +451,14 @@ def main() -> None:
     parser.add_argument(
         "--data", type=Path, help="keep the bundled server's data here and reuse it next time"
     )
+    parser.add_argument(
+        "--search-defaults",
+        choices=("library", "server"),
+        default="library",
+        help="search with SearchConfig() (full-text feedback off) or with the server's "
+        "defaults (feedback on)",
+    )
+    parser.add_argument("--output", help="results file name (default postgres_scale_<entries>)")
     args = parser.parse_args()
     started = time.perf_counter()
     load = LoadSampler()
@@ -466,7 +485,7 @@ def main() -> None:
         "load_average_1m": load.summary(),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    results_file(args.entries).write_text(json.dumps(result, indent=2) + "\n")
+    results_file(args.entries, args.output).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 from powercontext import open_runtime
 from powercontext.memory import RememberMemoryRequest, SearchMemoryRequest
@@ -76,3 +78,42 @@ async def test_vector_feedback_embeds_the_question_with_the_best_full_text_match
         page = await memory.search(SearchMemoryRequest(query="camping", mode="hybrid"))
         assert len(seen) == 2 and seen[1].startswith("camping\n")
         assert page.hits
+
+
+async def test_full_text_feedback_overlaps_the_vector_channel_and_ranks_alike(
+    tmp_path: Path,
+) -> None:
+    # The vector search below waits until the second full-text run has finished: that only
+    # completes when the full-text chain (first run, admission, feedback run) runs beside
+    # the vector channel rather than after it.
+    settings = sqlite_settings(tmp_path / "overlap.db", "hash", search_feedback_docs=4)
+    async with open_runtime(settings) as rt:
+        memory = rt.memory.for_scope("chat")
+        await memory.remember_many([RememberMemoryRequest(text=text) for text in TEXTS])
+        request = SearchMemoryRequest(query="camping", mode="hybrid")
+        alone = await memory.search(request)
+
+        store: Any = rt.store
+        fts_runs, vector_waits = 0, 0
+        second_run_done = asyncio.Event()
+        first_fts, first_vector = store.fts_candidates, store.vector_candidates
+
+        async def fts(query: Any) -> Any:
+            nonlocal fts_runs
+            found = await first_fts(query)
+            fts_runs += 1
+            if fts_runs == 2:
+                second_run_done.set()
+            return found
+
+        async def vector(query: Any) -> Any:
+            nonlocal vector_waits
+            vector_waits += 1
+            await asyncio.wait_for(second_run_done.wait(), timeout=10)
+            return await first_vector(query)
+
+        store.fts_candidates, store.vector_candidates = fts, vector
+        overlapped = await memory.search(request)
+        assert (fts_runs, vector_waits) == (2, 1)
+        assert [h.text for h in overlapped.hits] == [h.text for h in alone.hits]
+        assert [h.score for h in overlapped.hits] == [h.score for h in alone.hits]

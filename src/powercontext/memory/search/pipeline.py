@@ -223,19 +223,24 @@ class SearchPipeline:
 
     async def _retrieve(self, scope_id: str, head: int, plan: QueryPlan) -> Retrieved:
         """channels -> admit -> feedback -> fuse (-> participants): the coarse pool of one plan."""
-        fts_found, vector_found = await asyncio.gather(
-            self._fts(scope_id, head, plan), self._vector(scope_id, head, plan)
-        )
         request = plan.request
         floor = (
             self._config.min_similarity
             if request.min_similarity is None
             else request.min_similarity
         )
-        admitted = admit(
-            fts_found, vector_found, plan.terms, min_similarity=floor, min_score=request.min_score
+        # Full-text admission and its feedback run read only the full-text channel, so that
+        # chain overlaps the vector search instead of following it.
+        fts_admitted, vector_found = await asyncio.gather(
+            self._fts_admitted(scope_id, head, plan), self._vector(scope_id, head, plan)
         )
-        admitted = await self._feed_back(scope_id, head, plan, admitted, floor)
+        vector_admitted = admit((), vector_found, (), min_similarity=floor)
+        admitted = Admission(
+            fts_found=fts_admitted.fts_found,
+            vector_found=vector_admitted.vector_found,
+            keys={"fts": fts_admitted.keys["fts"], "vector": vector_admitted.keys["vector"]},
+        )
+        admitted = await self._vector_feed_back(scope_id, head, plan, admitted, floor)
         fused = await self._fuse(scope_id, plan, admitted)
         explained = channel_scores(
             admitted.keys,
@@ -247,15 +252,27 @@ class SearchPipeline:
         )
         return Retrieved(fused, explained)
 
-    async def _feed_back(
-        self, scope_id: str, head: int, plan: QueryPlan, admitted: Admission, floor: float
-    ) -> Admission:
-        """Each channel asked again with what its first matches share (search.feedback)."""
+    async def _fts_admitted(self, scope_id: str, head: int, plan: QueryPlan) -> Admission:
+        """The full-text channel admitted, then asked again with what its first matches
+        share (search.feedback)."""
         config, floor_score = self._config, plan.request.min_score
 
         async def fts_again(expansion: list[str]) -> list[FtsCandidate]:
             found = await self._fts(scope_id, head, replace(plan, terms=tuple(expansion)))
             return [c for c in found if floor_score is None or c.score >= floor_score]
+
+        found = await self._fts(scope_id, head, plan)
+        admitted = admit(found, (), plan.terms, min_score=floor_score)
+        return await feed_back(
+            admitted, plan.terms, fts_again, config.feedback, config.analyzer, k=config.rrf_k
+        )
+
+    async def _vector_feed_back(
+        self, scope_id: str, head: int, plan: QueryPlan, admitted: Admission, floor: float
+    ) -> Admission:
+        """The vector channel asked again with the text of the first full-text matches
+        (search.vector_feedback)."""
+        config = self._config
 
         async def vector_again(text: str) -> list[VectorCandidate]:
             embedder = self._service.embedder
@@ -268,9 +285,6 @@ class SearchPipeline:
             rows = await self._store.fetch_versions(scope_id, keys)
             return [rows[key].text for key in keys if key in rows]
 
-        admitted = await feed_back(
-            admitted, plan.terms, fts_again, config.feedback, config.analyzer, k=config.rrf_k
-        )
         vector_keys = await with_vector_feedback(
             plan.request.query,
             admitted.keys["fts"],
