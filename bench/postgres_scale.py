@@ -405,6 +405,7 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         else:  # a kept --data directory: measure search again, keep the ingest figures
             print(f"reusing the {args.entries:,} entries already stored", flush=True)
             service = MemoryService(store, embedder=embedder)
+            # Only this output's own earlier file: another run's ingest is not this data's.
             path = results_file(args.entries, args.output)
             figures = json.loads(path.read_text()).get("ingest", {}) if path.is_file() else {}
         result: dict[str, Any] = {"entries": args.entries, "ingest": figures}
@@ -417,8 +418,7 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             service = MemoryService(
                 store, embedder=embedder, config=search_config(ServerSettings())
             )
-        result["search_defaults"] = args.search_defaults
-        defaults = args.search_defaults
+        defaults = result["search_defaults"] = args.search_defaults
         print(f"search latency (limit 10, no reranker, {defaults} defaults)", flush=True)
         warmup = min(20, args.queries // 5)
         result["search"] = await latency(service, pool, warmup)
