@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from powercontext.memory.error_codes import ERRORS, described
-from powercontext.server import create_app
+from powercontext.server import create_app, handlers
+from powercontext.server.calls import Call
 from powercontext.server.contract import generate_openapi
 from powercontext.server.mcp import MEMORY_TOOLS
-from powercontext.server.operations import OPERATIONS
+from powercontext.server.operations import OPERATIONS, _reads
 from powercontext.server.routes import COMMON_ERRORS
+from powercontext.server.schemas import HeadRequest, HeadResponse
 from powercontext.server.ui.routes import API_PATH, ui_router
 from tests.http.conftest import Served
 from tests.http.test_mcp import _ok, _unique, mcp_client
@@ -27,6 +31,31 @@ def test_every_http_route_comes_from_its_row_with_errors_from_the_error_table() 
         assert served["summary"] == operation.summary
         for status in {*COMMON_ERRORS, *operation.http.errors}:
             assert served["responses"][str(status)]["description"] == described(status)
+
+
+def test_a_handler_docstring_gives_the_summary_and_the_tool_description() -> None:
+    row = _reads(handlers.head, "POST /v1/memory/head", (404,), inspector=_view)
+    assert row.summary == "Head revision"
+    assert row.tools[0].description == "The scope's head revision (null for an empty scope)."
+    assert (row.tools[0].name, row.tools[0].title) == ("head", "Head")
+    assert row.inspector is not None
+    assert (row.inspector.method, row.inspector.path) == ("POST", "/_view")
+
+
+async def _view(call: Call, body: Any) -> dict[str, Any]:
+    return {}
+
+
+async def _undocumented(call: Call, body: HeadRequest) -> HeadResponse:
+    """Only a summary, no description for the tool."""
+    raise AssertionError
+
+
+def test_a_row_refuses_a_handler_without_a_description_or_a_malformed_route() -> None:
+    with pytest.raises(TypeError, match="_undocumented"):
+        _reads(_undocumented, "POST /v1/x")
+    with pytest.raises(ValueError, match="PUT /v1/memory/head"):
+        _reads(handlers.head, "PUT /v1/memory/head")
 
 
 def test_every_error_status_description_names_each_of_its_codes() -> None:

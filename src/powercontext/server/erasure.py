@@ -54,12 +54,23 @@ class ForgetResultModel(_Wire):
 
 
 async def forget_entries(call: Call, body: ForgetEntriesRequest) -> ForgetResultModel:
+    """Erase entries for good (text, metadata, tokens, vectors); tombstones remain
+
+    Erase entries (by entry_id) for good: the text, metadata, tokens and vectors of every
+    version, at every revision. Cannot be undone. Their citations then answer `erased`; the
+    change log keeps their ids and a forget change naming the caller's key.
+    """
     request = ForgetMemoryRequest.model_validate(body.model_dump(exclude={"scope_id"}))
     result = await call.memory(body.scope_id).forget(request, actor=call.grant.key_id)
     return translate.to_wire(ForgetResultModel, result)
 
 
 async def forget_scope(call: Call, body: ForgetScopeBody) -> ForgetResultModel:
+    """Erase every entry of a scope for good; revisions and tombstones remain
+
+    Erase every entry of a scope for good (cannot be undone); its revisions and tombstones
+    remain and it takes new writes.
+    """
     request = ForgetScopeRequest.model_validate(body.model_dump(exclude={"scope_id"}))
     result = await call.memory(body.scope_id).forget_scope(request, actor=call.grant.key_id)
     return translate.to_wire(ForgetResultModel, result)

@@ -1,5 +1,9 @@
 """The handler of every operation: `async def name(call: Call, body: Request) -> Response`.
 
+A handler's docstring documents its operation (`operations._one_tool`): the first line is the
+HTTP route's summary, the rest its MCP tool's description, written for the model that picks
+the tool.
+
 A handler sees only wire models and the caller's `Call`; how the body arrived (HTTP v1, an
 MCP tool, the inspector) is not its concern. Wire and runtime models meet in `translate`.
 """
@@ -63,12 +67,22 @@ def _observe_statuses(call: Call, pages: Sequence[MemorySearchPage]) -> bool:
 
 
 async def search(call: Call, body: SearchRequest) -> SearchResponse:
+    """Search a scope: final hits, and a redacted rerank trace on request
+
+    Search a scope's memory at its head revision (or as of `revision`); returns the final
+    hits, best first, each with a citation.
+    """
     page = await call.memory(body.scope_id).search(translate.search_request(body))
     report_status = _observe_statuses(call, [page])
     return translate.search_response(page, body.include_rerank, report_status=report_status)
 
 
 async def search_batch(call: Call, body: BatchSearchRequest) -> BatchSearchResponse:
+    """Several searches at one exact revision: one page per search, in order
+
+    Run several searches of one scope in one call (for example the sub-queries of one
+    question); every page answers at the same revision, in request order.
+    """
     memory = call.memory(body.scope_id)
     pages = await memory.search_batch(translate.batch_search_requests(body))
     report_status = _observe_statuses(call, pages)
@@ -76,6 +90,10 @@ async def search_batch(call: Call, body: BatchSearchRequest) -> BatchSearchRespo
 
 
 async def list_entries(call: Call, body: ListEntriesRequest) -> EntriesPageModel:
+    """List
+
+    Page through the entries active at a revision (default the head), oldest first.
+    """
     page = await call.memory(body.scope_id).list(
         revision=body.revision, cursor=body.cursor, limit=body.limit, where=body.filter
     )
@@ -83,6 +101,10 @@ async def list_entries(call: Call, body: ListEntriesRequest) -> EntriesPageModel
 
 
 async def get_entry(call: Call, body: GetEntryRequest) -> EntryModel:
+    """Get a citation
+
+    Resolve a citation (from search, list or a write) to its exact entry version.
+    """
     entry = await call.memory(body.scope_id).get(translate.citation(body.citation))
     if entry is None:
         raise NotFoundError("the citation names no entry version in this scope")
@@ -90,41 +112,79 @@ async def get_entry(call: Call, body: GetEntryRequest) -> EntryModel:
 
 
 async def revise_entry(call: Call, body: ReviseEntryRequest) -> WriteResultModel:
+    """Revise an entry
+
+    Write a new version of the entry a citation names (new text, optionally kind and
+    metadata); the old version stays citable.
+    """
     written = await call.memory(body.scope_id).revise(translate.revise_request(body))
     return translate.to_wire(WriteResultModel, written)
 
 
 async def retire_entry(call: Call, body: RetireEntryRequest) -> WriteResultModel:
+    """Retire an entry
+
+    Retire (soft-delete) the entry a citation names: later revisions no longer find it;
+    its citations still resolve.
+    """
     written = await call.memory(body.scope_id).retire(translate.retire_request(body))
     return translate.to_wire(WriteResultModel, written)
 
 
 async def reactivate_entry(call: Call, body: ReactivateEntryRequest) -> WriteResultModel:
+    """Reactivate a retired entry
+
+    Make a retired entry active again: search finds it from the new revision on.
+    """
     written = await call.memory(body.scope_id).reactivate(translate.reactivate_request(body))
     return translate.to_wire(WriteResultModel, written)
 
 
 async def list_changes(call: Call, body: ChangesRequest) -> ChangesPageModel:
+    """Change log
+
+    The scope's change log after a revision, oldest first: what each revision added,
+    revised, retired or reactivated.
+    """
     page = await call.memory(body.scope_id).changes(body.since_revision, limit=body.limit)
     return translate.to_wire(ChangesPageModel, page)
 
 
 async def head(call: Call, body: HeadRequest) -> HeadResponse:
+    """Head revision
+
+    The scope's head revision (null for an empty scope).
+    """
     return translate.head_response(await call.memory(body.scope_id).head())
 
 
 async def get_entry_by_id(call: Call, body: EntryByIdRequest) -> EntryModel:
+    """Get an entry by id, at the head or at a revision
+
+    The version of one entry (by entry_id) active at a revision (default the head); not
+    found when the entry is retired then.
+    """
     memory = call.memory(body.scope_id)
     entry = await memory.get_entry(body.entry_id, revision=body.revision)
     return translate.to_wire(EntryModel, entry)
 
 
 async def entry_history(call: Call, body: HistoryRequest) -> EntryHistoryModel:
+    """Every version and change of one entry, newest first, as of a revision
+
+    Every version of one entry (by entry_id) and every change that touched it, newest
+    first, as of a revision (default the head), with the version active then.
+    """
     found = await read_entry_history(call.memory(body.scope_id), body.entry_id, body.revision)
     return translate.to_wire(EntryHistoryModel, found)
 
 
 async def list_scopes(call: Call, body: ListScopesRequest) -> ScopesResponse:
-    """The scopes the key may use: the grant alone decides, no scope is named."""
+    """List the scopes this key may use, with head revision and entry count
+
+    The scopes this key may use that hold at least one revision, with each one's head
+    revision and active entry count (the same list as GET /v1/scopes).
+    """
+    # The grant alone decides: no scope is named.
     found = await call.runtime.memory.scopes(call.grant.allows)
     return ScopesResponse.model_validate({"scopes": [s.model_dump() for s in found]})

@@ -13,9 +13,10 @@ A route whose body or answer is not one JSON document (an NDJSON export or impor
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, get_type_hints
+from typing import Any, Literal, TypedDict, Unpack, get_type_hints
 
 from pydantic import BaseModel
 from starlette.requests import Request
@@ -126,25 +127,81 @@ def _served(
     )
 
 
+class _RowOptions(TypedDict, total=False):
+    title: str
+    """The MCP tool's title (default: from the operation's name)."""
+    tool_name: str
+    destructive: bool
+    scope: ScopeRule
+    inspector: View
+    """The inspector's JSON view, served at /ui/api/<its name> with the route's method."""
+    operation_id: str
+
+
+def _reads(
+    handler: Handler, route: str, errors: tuple[int, ...] = (), **options: Unpack[_RowOptions]
+) -> Operation:
+    return _one_tool(handler, route, errors, writes=False, **options)
+
+
+def _writes(
+    handler: Handler, route: str, errors: tuple[int, ...] = (), **options: Unpack[_RowOptions]
+) -> Operation:
+    return _one_tool(handler, route, errors, writes=True, **options)
+
+
 def _one_tool(
     handler: Handler,
-    summary: str,
-    http: HttpRoute,
-    title: str,
-    description: str,
+    route: str,
+    errors: tuple[int, ...],
     *,
     writes: bool,
+    title: str | None = None,
     tool_name: str | None = None,
     destructive: bool = False,
     scope: ScopeRule = "body",
-    inspector: InspectorRoute | None = None,
+    inspector: View | None = None,
+    operation_id: str | None = None,
 ) -> Operation:
-    """The common row: an HTTP route and one MCP tool, named as the operation unless told."""
-    tool = McpTool(tool_name or handler.__name__, title, description, destructive=destructive)
+    """The common row: `route` ("POST /v1/...") and one MCP tool, named as the operation
+    unless told. The handler's docstring documents both: its first line is the route's
+    summary, the rest the tool's description."""
+    method, path = _method_and_path(route)
+    name = handler.__name__
+    summary, description = _docs(handler)
+    tool = McpTool(
+        tool_name or name,
+        title or name.replace("_", " ").capitalize(),
+        description,
+        destructive=destructive,
+    )
+    view = InspectorRoute(method, f"/{inspector.__name__}", inspector) if inspector else None
+    http = HttpRoute(method, path, errors, operation_id=operation_id)
     return _served(
-        handler, summary, writes=writes, http=http, tools=(tool,), scope=scope, inspector=inspector
+        handler, summary, writes=writes, http=http, tools=(tool,), scope=scope, inspector=view
     )
 
+
+def _method_and_path(route: str) -> tuple[Literal["GET", "POST"], str]:
+    method, _, path = route.partition(" ")
+    if method == "GET":
+        return "GET", path
+    if method == "POST":
+        return "POST", path
+    raise ValueError(f"route {route!r} is not 'GET /path' or 'POST /path'")
+
+
+def _docs(handler: Handler) -> tuple[str, str]:
+    """The summary (first line) and description (the rest, as one line: its wrapping is the
+    source's, not the text's) of the handler's docstring."""
+    summary, _, description = (inspect.getdoc(handler) or "").partition("\n\n")
+    if not summary or not description:
+        raise TypeError(f"handler {handler.__name__}: its docstring needs a summary and a body")
+    return summary, " ".join(description.split())
+
+
+_SEARCH_ERRORS = (404, 502, 504)
+"""A search may also fail in its rerank stage: the model's answer (502) or its deadline (504)."""
 
 OPERATIONS: tuple[Operation, ...] = (
     _served(
@@ -171,138 +228,48 @@ OPERATIONS: tuple[Operation, ...] = (
             ),
         ),
     ),
-    _one_tool(
+    _reads(
         handlers.search,
-        "Search a scope: final hits, and a redacted rerank trace on request",
-        HttpRoute("POST", "/v1/memory/search", (404, 502, 504)),
-        "Search memory",
-        "Search a scope's memory at its head revision (or as of `revision`); returns the final "
-        "hits, best first, each with a citation.",
-        writes=False,
-        inspector=InspectorRoute("POST", "/search", inspector_views.search),
+        "POST /v1/memory/search",
+        _SEARCH_ERRORS,
+        title="Search memory",
+        inspector=inspector_views.search,
     ),
-    _one_tool(
+    _reads(
         handlers.search_batch,
-        "Several searches at one exact revision: one page per search, in order",
-        HttpRoute("POST", "/v1/memory/search/batch", (404, 502, 504)),
-        "Search memory in a batch",
-        "Run several searches of one scope in one call (for example the sub-queries of one "
-        "question); every page answers at the same revision, in request order.",
-        writes=False,
+        "POST /v1/memory/search/batch",
+        _SEARCH_ERRORS,
+        title="Search memory in a batch",
     ),
-    _one_tool(
+    _reads(
         handlers.list_entries,
-        "List",
-        HttpRoute("POST", "/v1/memory/entries/list", (404,)),
-        "List entries",
-        "Page through the entries active at a revision (default the head), oldest first.",
-        writes=False,
-        inspector=InspectorRoute("POST", "/entries", inspector_views.entries),
+        "POST /v1/memory/entries/list",
+        (404,),
+        inspector=inspector_views.entries,
     ),
-    _one_tool(
-        handlers.get_entry,
-        "Get a citation",
-        HttpRoute("POST", "/v1/memory/entries/get", (404, 410)),
-        "Get entry",
-        "Resolve a citation (from search, list or a write) to its exact entry version.",
-        writes=False,
-    ),
-    _one_tool(
-        handlers.revise_entry,
-        "Revise an entry",
-        HttpRoute("POST", "/v1/memory/entries/revise", (404, 409)),
-        "Revise entry",
-        "Write a new version of the entry a citation names (new text, optionally kind and "
-        "metadata); the old version stays citable.",
-        writes=True,
-    ),
-    _one_tool(
-        handlers.retire_entry,
-        "Retire an entry",
-        HttpRoute("POST", "/v1/memory/entries/retire", (404, 409)),
-        "Retire entry",
-        "Retire (soft-delete) the entry a citation names: later revisions no longer find it; "
-        "its citations still resolve.",
-        writes=True,
-        destructive=True,
-    ),
-    _one_tool(
-        handlers.reactivate_entry,
-        "Reactivate a retired entry",
-        HttpRoute("POST", "/v1/memory/entries/reactivate", (404, 409)),
-        "Reactivate entry",
-        "Make a retired entry active again: search finds it from the new revision on.",
-        writes=True,
-    ),
-    _one_tool(
-        handlers.list_changes,
-        "Change log",
-        HttpRoute("POST", "/v1/memory/changes", operation_id="changes"),
-        "List changes",
-        "The scope's change log after a revision, oldest first: what each revision added, "
-        "revised, retired or reactivated.",
-        writes=False,
-    ),
-    _one_tool(
-        handlers.head,
-        "Head revision",
-        HttpRoute("POST", "/v1/memory/head"),
-        "Head revision",
-        "The scope's head revision (null for an empty scope).",
-        writes=False,
-    ),
-    _one_tool(
-        handlers.get_entry_by_id,
-        "Get an entry by id, at the head or at a revision",
-        HttpRoute("POST", "/v1/memory/entries/by-id", (404, 410)),
-        "Get entry by id",
-        "The version of one entry (by entry_id) active at a revision (default the head); not "
-        "found when the entry is retired then.",
-        writes=False,
-    ),
-    _one_tool(
+    _reads(handlers.get_entry, "POST /v1/memory/entries/get", (404, 410)),
+    _writes(handlers.revise_entry, "POST /v1/memory/entries/revise", (404, 409)),
+    _writes(handlers.retire_entry, "POST /v1/memory/entries/retire", (404, 409), destructive=True),
+    _writes(handlers.reactivate_entry, "POST /v1/memory/entries/reactivate", (404, 409)),
+    _reads(handlers.list_changes, "POST /v1/memory/changes", operation_id="changes"),
+    _reads(handlers.head, "POST /v1/memory/head", title="Head revision"),
+    _reads(handlers.get_entry_by_id, "POST /v1/memory/entries/by-id", (404, 410)),
+    _reads(
         handlers.entry_history,
-        "Every version and change of one entry, newest first, as of a revision",
-        HttpRoute("POST", "/v1/memory/entries/history", (404,), operation_id="entry_history_route"),
-        "Entry history",
-        "Every version of one entry (by entry_id) and every change that touched it, newest "
-        "first, as of a revision (default the head), with the version active then.",
-        writes=False,
-        inspector=InspectorRoute("POST", "/history", inspector_views.history),
+        "POST /v1/memory/entries/history",
+        (404,),
+        operation_id="entry_history_route",
+        inspector=inspector_views.history,
     ),
-    _one_tool(
+    _writes(
         erasure.forget_entries,
-        "Erase entries for good (text, metadata, tokens, vectors); tombstones remain",
-        HttpRoute("POST", "/v1/memory/forget", (404, 409, 410)),
-        "Forget entries",
-        "Erase entries (by entry_id) for good: the text, metadata, tokens and vectors of every "
-        "version, at every revision. Cannot be undone. Their citations then answer `erased`; "
-        "the change log keeps their ids and a forget change naming the caller's key.",
-        writes=True,
+        "POST /v1/memory/forget",
+        (404, 409, 410),
         tool_name="forget_entry",
         destructive=True,
     ),
-    _one_tool(
-        erasure.forget_scope,
-        "Erase every entry of a scope for good; revisions and tombstones remain",
-        HttpRoute("POST", "/v1/scopes/forget", (404, 409)),
-        "Forget scope",
-        "Erase every entry of a scope for good (cannot be undone); its revisions and tombstones "
-        "remain and it takes new writes.",
-        writes=True,
-        destructive=True,
-    ),
-    _one_tool(
-        handlers.list_scopes,
-        "List the scopes this key may use, with head revision and entry count",
-        HttpRoute("GET", "/v1/scopes"),
-        "List scopes",
-        "The scopes this key may use that hold at least one revision, with each one's head "
-        "revision and active entry count (the same list as GET /v1/scopes).",
-        writes=False,
-        scope="key",
-        inspector=InspectorRoute("GET", "/scopes", inspector_views.scopes),
-    ),
+    _writes(erasure.forget_scope, "POST /v1/scopes/forget", (404, 409), destructive=True),
+    _reads(handlers.list_scopes, "GET /v1/scopes", scope="key", inspector=inspector_views.scopes),
     Operation(
         "export_scope",
         "Export the entries of a scope as JSON lines, streamed",
