@@ -63,7 +63,8 @@ from powercontext.memory.models import (
 )
 from powercontext.memory.ports import EmbeddingModel, VectorQuery
 from powercontext.memory.search.analyze import ENGLISH_STOPWORDS
-from powercontext.memory.service import MemoryService, SearchConfig
+from powercontext.memory.search.config import SearchConfig
+from powercontext.memory.service import MemoryService
 from powercontext.runtime import search_config
 from powercontext.storage.postgres import PostgresMemoryStore, PostgresOptions
 from powercontext.storage.postgres.vectors import ef_search

@@ -20,10 +20,11 @@ from powercontext.memory.rerank.cache import RerankCache
 from powercontext.memory.rerank.guard import GuardedReranker
 from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.candidates import CandidatePolicy
+from powercontext.memory.search.config import SearchConfig
 from powercontext.memory.search.feedback import FeedbackConfig
 from powercontext.memory.search.fields import FieldWeights
 from powercontext.memory.search.vector_feedback import VectorFeedbackConfig
-from powercontext.memory.service import MemoryService, SearchConfig, SearchObserver
+from powercontext.memory.service import MemoryService, SearchObserver
 
 log = logging.getLogger("powercontext.runtime")
 

@@ -25,7 +25,8 @@ from powercontext.memory.models import (
 )
 from powercontext.memory.ports import MemoryStore
 from powercontext.memory.rerank.guard import GuardedReranker
-from powercontext.memory.service import MemoryService, SearchConfig
+from powercontext.memory.search.config import SearchConfig
+from powercontext.memory.service import MemoryService
 from powercontext.testing.embedders import FakeEmbedder
 
 TOPICS = ("deploy", "invoice", "garden", "travel", "concert", "recipe")

@@ -21,7 +21,8 @@ from powercontext.memory.models import (
 )
 from powercontext.memory.ports import MemoryStore
 from powercontext.memory.scoped import ScopedMemory
-from powercontext.memory.service import MemoryService, SearchConfig
+from powercontext.memory.search.config import SearchConfig
+from powercontext.memory.service import MemoryService
 
 SCOPE = "erasure"
 SECRET = "zebracorn passphrase quokka"

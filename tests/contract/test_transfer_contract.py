@@ -21,7 +21,8 @@ from powercontext.memory.models import (
 )
 from powercontext.memory.ports import MemoryStore
 from powercontext.memory.scoped import ScopedMemory
-from powercontext.memory.service import MemoryService, SearchConfig
+from powercontext.memory.search.config import SearchConfig
+from powercontext.memory.service import MemoryService
 from powercontext.memory.transfer import FORMAT, MAX_LINE_BYTES, NewEntry, import_lines
 
 WHEN = datetime(2024, 5, 6, 7, 8, 9, tzinfo=UTC)

@@ -17,7 +17,8 @@ from powercontext.memory.models import (
     RetireMemoryRequest,
     SearchMemoryRequest,
 )
-from powercontext.memory.service import MemoryService, SearchConfig
+from powercontext.memory.search.config import SearchConfig
+from powercontext.memory.service import MemoryService
 from powercontext.storage.sqlite import SqliteMemoryStore
 from powercontext.storage.sqlite.schema import MIGRATIONS
 

@@ -18,7 +18,8 @@ from powercontext.memory.search.candidates import (
     CandidatePolicy,
     classify_query,
 )
-from powercontext.memory.service import MemoryService, SearchConfig
+from powercontext.memory.search.config import SearchConfig
+from powercontext.memory.service import MemoryService
 from powercontext.runtime import search_config
 from powercontext.storage.sqlite import SqliteMemoryStore
 from powercontext.testing import ScriptedReranker

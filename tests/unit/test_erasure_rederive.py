@@ -11,7 +11,8 @@ import pytest
 from powercontext.inference.embeddings.hashing import HashingEmbedder
 from powercontext.memory.indexing.context import IndexTextConfig
 from powercontext.memory.models import RememberMemoryRequest, SearchMemoryRequest
-from powercontext.memory.service import MemoryService, SearchConfig
+from powercontext.memory.search.config import SearchConfig
+from powercontext.memory.service import MemoryService
 from powercontext.storage.sqlite import SqliteMemoryStore
 
 

@@ -12,7 +12,7 @@ import asyncio
 import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Final, Literal
+from typing import TYPE_CHECKING, Annotated, Final, Literal, TypedDict, Unpack
 
 from pydantic import BaseModel, Field, StrictInt, WithJsonSchema, create_model
 from pydantic_ai import (
@@ -328,6 +328,16 @@ async def generate_text(
     return result.output
 
 
+_EMBED_TIMEOUT = 60.0
+
+
+class EmbeddingOptions(TypedDict, total=False):
+    dimension: int | None
+    """The vector size; None (the default) for a model in the table of known ones."""
+    timeout_seconds: float
+    """Per embedding request; 60 by default."""
+
+
 class PydanticAIEmbeddingModel:
     """An EmbeddingModel over pydantic-ai's embeddings API (`openai:`, `ollama:`, `cohere:`...).
 
@@ -338,20 +348,14 @@ class PydanticAIEmbeddingModel:
     model once. Every later response is checked against that dimension.
     """
 
-    def __init__(
-        self,
-        spec: str | PydanticAIEmbedder,
-        *,
-        dimension: int | None = None,
-        timeout_seconds: float = 60.0,
-    ) -> None:
-        model, profile_id, dimension = _resolve_embedder(spec, dimension)
+    def __init__(self, spec: str | PydanticAIEmbedder, **options: Unpack[EmbeddingOptions]) -> None:
+        model, profile_id, dimension = _resolve_embedder(spec, options.get("dimension"))
         if dimension is None:
             raise ConfigurationError(
                 f"the dimension of embedding model {profile_id!r} is unknown: pass dimension= "
                 "or open it with `await PydanticAIEmbeddingModel.open(...)`, which probes it"
             )
-        self._setup(model, profile_id, dimension, timeout_seconds)
+        self._setup(model, profile_id, dimension, options.get("timeout_seconds", _EMBED_TIMEOUT))
 
     def _setup(
         self, model: PydanticAIEmbedder, profile_id: str, dimension: int, timeout_seconds: float
@@ -366,14 +370,11 @@ class PydanticAIEmbeddingModel:
 
     @classmethod
     async def open(
-        cls,
-        spec: str | PydanticAIEmbedder,
-        *,
-        dimension: int | None = None,
-        timeout_seconds: float = 60.0,
+        cls, spec: str | PydanticAIEmbedder, **options: Unpack[EmbeddingOptions]
     ) -> PydanticAIEmbeddingModel:
         """Like the constructor, but learns an unknown dimension with one probe request."""
-        model, profile_id, dimension = _resolve_embedder(spec, dimension)
+        model, profile_id, dimension = _resolve_embedder(spec, options.get("dimension"))
+        timeout_seconds = options.get("timeout_seconds", _EMBED_TIMEOUT)
         if dimension is None:
             operation = f"probing embedding model {profile_id!r}"
             vectors = await _embed_bounded(

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from powercontext.memory.commit import Planner, check_batch_size, commit_planned
 from powercontext.memory.cursors import decode_cursor, encode_cursor
@@ -29,7 +29,7 @@ from powercontext.memory.errors import (
 )
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.idempotency import claim_for, replay
-from powercontext.memory.indexing.context import IndexSource, IndexTextConfig, fts_tokens
+from powercontext.memory.indexing.context import IndexSource, fts_tokens
 from powercontext.memory.indexing.profile import IndexProfiles, index_profile
 from powercontext.memory.indexing.rebuild import rebuild_scope
 from powercontext.memory.indexing.threads import ThreadIndexer, WriteIndex, source_of
@@ -62,46 +62,12 @@ from powercontext.memory.ports import (
 )
 from powercontext.memory.scoped import ScopedMemory, validate_scope_id
 from powercontext.memory.scopes import ScopeSummary, scope_summaries
-from powercontext.memory.search.analyze import AnalyzerConfig
-from powercontext.memory.search.candidates import CandidatePolicy
-from powercontext.memory.search.feedback import FeedbackConfig
-from powercontext.memory.search.fields import FieldWeights
+from powercontext.memory.search.config import SearchConfig
 from powercontext.memory.search.pipeline import SearchPipeline
-from powercontext.memory.search.vector_feedback import VectorFeedbackConfig
 from powercontext.memory.tombstones import raise_if_entry_erased, raise_if_version_erased
 from powercontext.memory.transfer import EntryCounts, NewEntry, OnExisting, add_entries
 
 log = logging.getLogger("powercontext.memory")
-
-
-@dataclass(frozen=True, slots=True)
-class SearchConfig:
-    candidate_limit: int = 30
-    min_similarity: float = 0.3
-    rrf_k: int = 60
-    weight_fts: float = 1.0
-    weight_vector: float = 1.0
-    analyzer: AnalyzerConfig = field(default_factory=AnalyzerConfig)
-    max_batch_entries: int = 50_000
-    embedding_batch_size: int = 64
-    participant_boost: float = 0.0
-    """A query naming an entry's speaker multiplies its fused score by 1 + this (0: off)."""
-    fields: FieldWeights = field(default_factory=FieldWeights)
-    """Weights of the neighbour and speaker fields in the full-text channel (search.fields)."""
-    feedback: FeedbackConfig = field(default_factory=lambda: FeedbackConfig(docs=0))
-    """Pseudo-relevance feedback in the full-text channel (search.feedback); off here,
-    on in the server's settings."""
-    vector_feedback: VectorFeedbackConfig = field(default_factory=VectorFeedbackConfig)
-    """Query expansion in the vector channel (search.vector_feedback); off unless set."""
-    index: IndexTextConfig = field(default_factory=IndexTextConfig)
-    """What the channels index per entry: template and contextual neighbours."""
-    timeout_seconds: float | None = None
-    """The search's deadline from its start; the rerank stage ends before it (rerank guard)."""
-    candidates: CandidatePolicy = field(default_factory=CandidatePolicy)
-    """How large a coarse pool the reranker sees: fixed, or by query class."""
-    rerank_concurrency: int = 2
-    """Reranks of one batch search in flight at once (the generation request bound)."""
-    max_batch_queries: int = 64
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -48,19 +49,13 @@ def _unit_mean(parts: Sequence[Vector]) -> Vector:
     return total / norm if norm > 0 else parts[0]
 
 
+@dataclass(slots=True)
 class VectorIndexer:
-    def __init__(
-        self,
-        store: MemoryStore,
-        embedder: EmbeddingModel | None,
-        batch_size: int,
-        index: IndexTextConfig | None = None,
-    ) -> None:
-        self.store = store
-        self.embedder = embedder
-        self.batch_size = batch_size
-        self.index = index or IndexTextConfig()
-        self._recent: OrderedDict[str, Sequence[float]] = OrderedDict()
+    store: MemoryStore
+    embedder: EmbeddingModel | None
+    batch_size: int
+    index: IndexTextConfig = field(default_factory=IndexTextConfig)
+    _recent: OrderedDict[str, Sequence[float]] = field(default_factory=OrderedDict, init=False)
 
     def drop_recent(self) -> None:
         """Forget the recently embedded texts and their vectors: after an erasure, some of
