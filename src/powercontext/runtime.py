@@ -23,6 +23,7 @@ from powercontext.memory.search.candidates import CandidatePolicy
 from powercontext.memory.search.config import SearchConfig
 from powercontext.memory.search.feedback import FeedbackConfig
 from powercontext.memory.search.fields import FieldWeights
+from powercontext.memory.search.fusion import RrfConfig
 from powercontext.memory.search.vector_feedback import VectorFeedbackConfig
 from powercontext.memory.service import MemoryService, SearchObserver
 
@@ -85,9 +86,7 @@ def search_config(settings: ServerSettings) -> SearchConfig:
     return SearchConfig(
         candidate_limit=runtime.memory_rerank_candidate_limit,
         min_similarity=runtime.search_min_similarity,
-        rrf_k=runtime.search_rrf_k,
-        weight_fts=runtime.search_rrf_weight_fts,
-        weight_vector=runtime.search_rrf_weight_vector,
+        fusion=_from_settings(RrfConfig, runtime, "search_rrf_"),
         timeout_seconds=runtime.search_timeout_seconds,
         candidates=CandidatePolicy(
             name=runtime.memory_rerank_candidate_policy,

@@ -12,12 +12,14 @@ from powercontext.memory.indexing.context import IndexTextConfig
 from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.feedback import FeedbackConfig
 from powercontext.memory.search.fields import FieldWeights
+from powercontext.memory.search.fusion import RrfConfig
 from powercontext.memory.search.vector_feedback import VectorFeedbackConfig
 from powercontext.runtime import search_config
 
 GROUPS = [
     ("analyzer", AnalyzerConfig, "analyzer_"),
     ("feedback", FeedbackConfig, "search_feedback_"),
+    ("fusion", RrfConfig, "search_rrf_"),
     ("vector_feedback", VectorFeedbackConfig, "search_vector_feedback_"),
     ("fields", FieldWeights, "search_field_weight_"),
     ("index", IndexTextConfig, "index_"),

@@ -13,6 +13,7 @@ from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.candidates import CandidatePolicy
 from powercontext.memory.search.feedback import FeedbackConfig
 from powercontext.memory.search.fields import FieldWeights
+from powercontext.memory.search.fusion import RrfConfig
 from powercontext.memory.search.vector_feedback import VectorFeedbackConfig
 
 
@@ -20,9 +21,8 @@ from powercontext.memory.search.vector_feedback import VectorFeedbackConfig
 class SearchConfig:
     candidate_limit: int = 30
     min_similarity: float = 0.3
-    rrf_k: int = 60
-    weight_fts: float = 1.0
-    weight_vector: float = 1.0
+    fusion: RrfConfig = field(default_factory=RrfConfig)
+    """Reciprocal Rank Fusion of the two channels (search.fusion)."""
     analyzer: AnalyzerConfig = field(default_factory=AnalyzerConfig)
     max_batch_entries: int = 50_000
     embedding_batch_size: int = 64

@@ -12,6 +12,19 @@ CHANNEL_ORDER: tuple[Channel, ...] = ("fts", "vector")
 
 
 @dataclass(frozen=True, slots=True)
+class RrfConfig:
+    """The fuse stage's parameters: score(d) = sum over channels of weight / (k + rank)."""
+
+    k: int = DEFAULT_RRF_K
+    weight_fts: float = 1.0
+    weight_vector: float = 1.0
+
+    @property
+    def weights(self) -> dict[Channel, float]:
+        return {"fts": self.weight_fts, "vector": self.weight_vector}
+
+
+@dataclass(frozen=True, slots=True)
 class FusedCandidate:
     key: int
     score: float

@@ -264,7 +264,7 @@ class SearchPipeline:
         found = await self._fts(scope_id, head, plan)
         admitted = admit(found, (), plan.terms, min_score=floor_score)
         return await feed_back(
-            admitted, plan.terms, fts_again, config.feedback, config.analyzer, k=config.rrf_k
+            admitted, plan.terms, fts_again, config.feedback, config.analyzer, k=config.fusion.k
         )
 
     async def _vector_feed_back(
@@ -293,7 +293,7 @@ class SearchPipeline:
             vector_again,
             config.vector_feedback if plan.vector is not None else VectorFeedbackConfig(),
             floor=floor,
-            k=config.rrf_k,
+            k=config.fusion.k,
         )
         return replace(admitted, keys={"fts": admitted.keys["fts"], "vector": vector_keys})
 
@@ -337,8 +337,8 @@ class SearchPipeline:
         fused = fuse_rrf(
             keys,
             limit=len(keys["fts"]) + len(keys["vector"]) if named else plan.coarse,
-            k=config.rrf_k,
-            weights={"fts": config.weight_fts, "vector": config.weight_vector},
+            k=config.fusion.k,
+            weights=config.fusion.weights,
         )
         if not named:
             return fused
