@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -146,8 +146,9 @@ class FtsCandidate:
     """The candidate's indexed tokens, for the admission rule's distinct-term count."""
 
 
-@dataclass(frozen=True, slots=True)
-class VectorCandidate:
+class VectorCandidate(NamedTuple):
+    """An entry the vector channel found: a plain pair, built by the hundred per search."""
+
     key: int
     similarity: float
     """Cosine similarity with the query vector."""
