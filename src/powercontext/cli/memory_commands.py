@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, cast, get_args
+from typing import Annotated
 
 import typer
 
@@ -18,25 +18,26 @@ from powercontext.cli import (
 )
 from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
 from powercontext.cli.memory_options import (
+    AsOfRevision,
+    BatchSearchOptions,
     Citation,
     Connection,
     ExpectedRevision,
     FilterOption,
-    HitLimit,
-    ModeName,
     Reason,
     Scope,
-    SearchRevision,
+    SearchOptions,
+    batch_search_options,
     filter_object,
     memory_command,
     metadata_object,
+    search_options,
 )
 from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.models import (
     RememberMemoryRequest,
     RetireMemoryRequest,
     SearchMemoryRequest,
-    SearchMode,
 )
 
 app = typer.Typer(help="Remember, search and manage the Memory of a scope.", no_args_is_help=True)
@@ -80,47 +81,31 @@ def remember(
 
 @app.command()
 @memory_command
+@search_options
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     scope: Scope,
-    limit: HitLimit = 10,
-    mode: ModeName = "auto",
-    revision: SearchRevision = None,
-    where: FilterOption = None,
     *,
+    options: SearchOptions,
     connection: Connection,
 ) -> None:
     """Search a scope; prints the final hits."""
     with fail_on_errors():
-        request = SearchMemoryRequest(
-            query=query,
-            limit=limit,
-            mode=_mode(mode),
-            revision=revision,
-            filter=filter_object(where),
-        )
+        request = SearchMemoryRequest(query=query, **options.request_fields())
     page = connection.run(scope, lambda m: m.search(request))
     output.print_search(page, connection.as_json)
 
 
 @app.command("search-batch")
 @memory_command
+@batch_search_options
 def search_batch(
     scope: Scope,
     queries_file: Annotated[
         str, typer.Argument(help="A file of queries, one per line; `-` (default): stdin.")
     ] = "-",
-    limit: HitLimit = 10,
-    mode: ModeName = "auto",
-    revision: SearchRevision = None,
-    where: FilterOption = None,
-    min_score: Annotated[
-        float | None, typer.Option(help="Full-text floor on the raw BM25 score.")
-    ] = None,
-    min_similarity: Annotated[
-        float | None, typer.Option(min=-1.0, max=1.0, help="Vector floor on cosine similarity.")
-    ] = None,
     *,
+    options: BatchSearchOptions,
     connection: Connection,
 ) -> None:
     """Run many searches in one call, all at one revision: one query per line (blank lines
@@ -128,14 +113,7 @@ def search_batch(
     to every query."""
     with fail_on_errors():
         queries = read_queries(queries_file)
-        shared = {
-            "limit": limit,
-            "mode": _mode(mode),
-            "revision": revision,
-            "filter": filter_object(where),
-            "min_score": min_score,
-            "min_similarity": min_similarity,
-        }
+        shared = options.request_fields()
         requests = [SearchMemoryRequest.model_validate({"query": q, **shared}) for q in queries]
     pages = connection.run(scope, lambda m: m.search_batch(requests))
     output.print_search_batch(queries, pages, connection.as_json)
@@ -153,12 +131,6 @@ def read_queries(source: str) -> list[str]:
     if not queries:
         raise MemoryValidationError("no queries: give one query per line")
     return queries
-
-
-def _mode(value: str) -> SearchMode:
-    if value not in get_args(SearchMode):
-        raise MemoryValidationError("--mode must be auto, fts, vector or hybrid")
-    return cast(SearchMode, value)
 
 
 @app.command("list")
@@ -193,9 +165,7 @@ def get(
         ),
     ],
     scope: Scope,
-    revision: Annotated[
-        int | None, typer.Option(min=1, help="With an ENTRY_ID: read as of this revision.")
-    ] = None,
+    revision: AsOfRevision = None,
     *,
     connection: Connection,
 ) -> None:

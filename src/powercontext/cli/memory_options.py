@@ -8,7 +8,7 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, fields
-from typing import Annotated, Any, TypeVar, get_type_hints
+from typing import Annotated, Any, TypeVar, cast, get_args, get_type_hints
 
 import typer
 from pydantic import ValidationError
@@ -17,6 +17,7 @@ from powercontext.cli.backends import CliMemory, Target, open_memory
 from powercontext.cli.errors import fail_on_errors
 from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.filters import MemoryFilter
+from powercontext.memory.models import SearchMode
 
 T = TypeVar("T")
 
@@ -61,6 +62,13 @@ ExpectedRevision = Annotated[
 Reason = Annotated[str | None, typer.Option(help="Recorded in the change log.")]
 SearchRevision = Annotated[
     int | None, typer.Option(min=1, help="Search as of this revision (default the head).")
+]
+AsOfRevision = Annotated[
+    int | None, typer.Option(min=1, help="Read as of this revision (default the head).")
+]
+MinScore = Annotated[float | None, typer.Option(help="Full-text floor on the raw BM25 score.")]
+MinSimilarity = Annotated[
+    float | None, typer.Option(min=-1.0, max=1.0, help="Vector floor on cosine similarity.")
 ]
 
 
@@ -137,6 +145,41 @@ changed = option_group("change", Change)
 """Give a command `--reason` and `--expected-revision` as one `change: Change` argument."""
 
 
+@dataclass(frozen=True)
+class SearchOptions:
+    """What a search asks besides its query: `search` and `search-batch` take these alike."""
+
+    limit: HitLimit = 10
+    mode: ModeName = "auto"
+    revision: SearchRevision = None
+    where: FilterOption = None
+
+    def request_fields(self) -> dict[str, Any]:
+        """The fields of a `SearchMemoryRequest` but its query; raises MemoryValidationError."""
+        return {
+            "limit": self.limit,
+            "mode": _search_mode(self.mode),
+            "revision": self.revision,
+            "filter": filter_object(self.where),
+        }
+
+
+@dataclass(frozen=True)
+class BatchSearchOptions(SearchOptions):
+    """A batch's options: a single search's, and the floors, which apply to every query."""
+
+    min_score: MinScore = None
+    min_similarity: MinSimilarity = None
+
+    def request_fields(self) -> dict[str, Any]:
+        floors = {"min_score": self.min_score, "min_similarity": self.min_similarity}
+        return super().request_fields() | floors
+
+
+search_options = option_group("options", SearchOptions)
+batch_search_options = option_group("options", BatchSearchOptions)
+
+
 def _connection(
     local: bool, server_url: str | None, api_key: str | None, as_json: bool
 ) -> Connection:
@@ -179,3 +222,9 @@ def filter_object(value: str | None) -> MemoryFilter | None:
         return MemoryFilter.model_validate_json(value)
     except ValidationError as exc:
         raise MemoryValidationError(f"--filter: {exc.errors()[0]['msg']}") from exc
+
+
+def _search_mode(value: str) -> SearchMode:
+    if value not in get_args(SearchMode):
+        raise MemoryValidationError("--mode must be auto, fts, vector or hybrid")
+    return cast(SearchMode, value)

@@ -13,6 +13,7 @@ import typer
 from powercontext.cli import output
 from powercontext.cli.errors import fail_on_errors
 from powercontext.cli.memory_options import (
+    AsOfRevision,
     Change,
     Citation,
     Connection,
@@ -98,9 +99,7 @@ def history(
         str, typer.Argument(help="An ENTRY_ID, or any citation of the entry (REVISION:ID:VERSION).")
     ],
     scope: Scope,
-    revision: Annotated[
-        int | None, typer.Option(min=1, help="Read the history as of this revision.")
-    ] = None,
+    revision: AsOfRevision = None,
     *,
     connection: Connection,
 ) -> None:

@@ -16,6 +16,7 @@ from fastapi import APIRouter
 from starlette.responses import Response
 
 from powercontext.memory.errors import NotFoundError
+from powercontext.server.html_page import html_page
 
 DOCS_PATH = "/docs"
 _STATIC = DOCS_PATH + "/static"
@@ -41,23 +42,18 @@ window.ui = SwaggerUIBundle({
   layout: "BaseLayout",
 });
 """
-_PAGE = f"""\
-<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<title>PowerContext API</title>
+_PAGE = html_page(
+    "PowerContext API",
+    head=f"""
 <link rel="stylesheet" href="{_STATIC}/swagger-ui.css">
 <link rel="icon" href="{_STATIC}/favicon-32x32.png">
-</head>
-<body>
+""",
+    body=f"""
 <div id="swagger-ui"></div>
 <script src="{_STATIC}/swagger-ui-bundle.js"></script>
 <script src="{_STATIC}/start.js"></script>
-</body>
-</html>
-"""
+""",
+)
 
 
 def _assets_dir() -> Path:

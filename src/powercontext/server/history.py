@@ -6,11 +6,11 @@ from pydantic import Field
 
 from powercontext.server.schemas import (
     MAX_ID_CHARS,
+    AsOfRevision,
     ChangeModel,
     EntryModel,
     MemoryRefModel,
     WireScopeId,
-    _int_field,
     _Wire,
 )
 
@@ -24,7 +24,7 @@ class _EntryAtRevision(_Wire):
     entry_id: str = Field(
         min_length=1, max_length=MAX_ID_CHARS, description="The entry (from any citation)."
     )
-    revision: int | None = _int_field(None, ge=1, description=_REVISION)
+    revision: AsOfRevision = Field(default=None, description=_REVISION)
 
 
 class HistoryRequest(_EntryAtRevision):

@@ -88,6 +88,14 @@ def _int_field(default: Any = ..., *, ge: int, le: int = MAX_REVISION, descripti
     return Field(default, ge=ge, le=le, strict=True, description=description)
 
 
+AsOfRevision = Annotated[int | None, Field(ge=1, le=MAX_REVISION, strict=True)]
+"""The revision a read is answered at, strict as `_int_field` (null: the head)."""
+MinScore = Annotated[float | None, Field(allow_inf_nan=False)]
+"""The full-text floor on the raw BM25 score: a finite number, compared with `explain`."""
+MinSimilarity = Annotated[float | None, Field(ge=-1.0, le=1.0)]
+"""The vector floor on cosine similarity, hence within [-1, 1]."""
+
+
 ErrorCode = Literal[
     "validation_error",
     "invalid_cursor",
@@ -268,16 +276,13 @@ class SearchRequest(_Wire):
             "`none` (default): no trace."
         ),
     )
-    revision: int | None = _int_field(
-        None,
-        ge=1,
+    revision: AsOfRevision = Field(
+        default=None,
         description="As-of search: exactly what the scope held at this revision (default the "
         "head); hits cite it. 404 when the scope has not reached it.",
     )
-    min_similarity: float | None = Field(
+    min_similarity: MinSimilarity = Field(
         default=None,
-        ge=-1.0,
-        le=1.0,
         description="Vector channel floor on cosine similarity, applied before fusion "
         "(default the deployment's POWERCONTEXT_SERVER_RUNTIME_SEARCH_MIN_SIMILARITY).",
     )
@@ -288,9 +293,8 @@ class SearchRequest(_Wire):
         "of), `metadata` (per top-level key: `eq`, `one_of`, `gt`/`gte`/`lt`/`lte`, `exists`; "
         "JSON values compare by type), `created_after` (inclusive) / `created_before`.",
     )
-    min_score: float | None = Field(
+    min_score: MinScore = Field(
         default=None,
-        allow_inf_nan=False,
         description="Full-text channel floor on the raw BM25 score (see `explain`), applied "
         "before fusion (default none).",
     )
@@ -309,16 +313,11 @@ class BatchSearchItem(_Wire):
     filter: MemoryFilter | None = Field(
         default=None, description="As in a single search, for this search only."
     )
-    min_score: float | None = Field(
-        default=None,
-        allow_inf_nan=False,
-        description="As in a single search (full-text floor), for this search only.",
+    min_score: MinScore = Field(
+        default=None, description="As in a single search (full-text floor), for this search only."
     )
-    min_similarity: float | None = Field(
-        default=None,
-        ge=-1.0,
-        le=1.0,
-        description="As in a single search (vector floor), for this search only.",
+    min_similarity: MinSimilarity = Field(
+        default=None, description="As in a single search (vector floor), for this search only."
     )
 
 
@@ -339,9 +338,8 @@ class BatchSearchRequest(_Wire):
     include_rerank: Literal["none", "redacted"] = Field(
         default="none", description="As in a single search, for every page."
     )
-    revision: int | None = _int_field(
-        None,
-        ge=1,
+    revision: AsOfRevision = Field(
+        default=None,
         description="As-of search for every search of the batch (one revision per batch; "
         "default the head, read once). 404 when the scope has not reached it.",
     )
@@ -351,8 +349,8 @@ class ListEntriesRequest(_Wire):
     """Page through the entries active at one revision, oldest first."""
 
     scope_id: WireScopeId = _scope_field()
-    revision: int | None = _int_field(
-        None, ge=1, description="The revision to list (default the head); 404 if unknown."
+    revision: AsOfRevision = Field(
+        default=None, description="The revision to list (default the head); 404 if unknown."
     )
     cursor: NoNul | None = Field(
         default=None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from contextlib import aclosing
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 from starlette.requests import Request
@@ -29,14 +29,17 @@ from powercontext.server.calls import Call
 from powercontext.server.schemas import MemoryRefModel, _Wire
 
 NDJSON = "application/x-ndjson"
+ExportRevision = Annotated[int | None, Field(ge=1)]
+"""The revision to export (null: the head). Lax, unlike the strict `AsOfRevision` of the JSON
+requests: the export query carries it as text, and the MCP page request reads it alike."""
 
 
 class ExportQuery(_Wire):
     """The query of GET /v1/memory/export."""
 
     scope_id: ScopeId = Field(description="The scope to export.")
-    revision: int | None = Field(
-        default=None, ge=1, description="The revision to export (default the head)."
+    revision: ExportRevision = Field(
+        default=None, description="The revision to export (default the head)."
     )
 
 
@@ -111,9 +114,8 @@ class ExportPageRequest(_Wire):
     JSON message and cannot stream."""
 
     scope_id: ScopeId = Field(description="The scope to export.")
-    revision: int | None = Field(
+    revision: ExportRevision = Field(
         default=None,
-        ge=1,
         description="The revision to export (default the head). Pass the first page's "
         "`header.revision` when reading the next pages, so every page reads one revision.",
     )

@@ -18,11 +18,13 @@ from starlette.responses import Response
 
 from powercontext.memory.errors import NotFoundError
 from powercontext.server.calls import Call, admit, declare_endpoint
+from powercontext.server.html_page import html_page
 from powercontext.server.operations import OPERATIONS, InspectorRoute, Operation
 from powercontext.server.state import state_of
 
 UI_PATH = "/ui"
 API_PATH = UI_PATH + "/api"
+_STATIC = UI_PATH + "/static"
 STATIC_FILES = {
     "app.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
@@ -53,14 +55,20 @@ def _json(payload: Any) -> Response:
 ui_router = APIRouter(include_in_schema=False)
 
 
+_HEAD = f"""
+<link rel="icon" href="{_STATIC}/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="{_STATIC}/style.css">
+<script src="{_STATIC}/app.js" defer></script>
+"""
+
+
 @ui_router.get(UI_PATH)
 async def inspector_page() -> Response:
-    return Response(
-        _asset("index.html"), media_type="text/html; charset=utf-8", headers=_SECURITY_HEADERS
-    )
+    page = html_page("PowerContext inspector", head=_HEAD, body=_asset("body.html").decode())
+    return Response(page, media_type="text/html; charset=utf-8", headers=_SECURITY_HEADERS)
 
 
-@ui_router.get(UI_PATH + "/static/{name}")
+@ui_router.get(_STATIC + "/{name}")
 async def inspector_asset(name: str) -> Response:
     media_type = STATIC_FILES.get(name)
     if media_type is None:
