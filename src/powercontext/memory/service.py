@@ -82,6 +82,8 @@ class SearchObservation:
 
 
 SearchObserver = Callable[[SearchObservation], None]
+LIBRARY_DEFAULTS = SearchConfig()
+"""The search settings of a service built without any (the server builds its own)."""
 
 
 class MemoryService:
@@ -91,13 +93,13 @@ class MemoryService:
         *,
         embedder: EmbeddingModel | None = None,
         reranker: MemoryReranker | None = None,
-        config: SearchConfig | None = None,
+        config: SearchConfig = LIBRARY_DEFAULTS,
         observer: SearchObserver | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.reranker = reranker
-        self.config = config or SearchConfig()
+        self.config = config
         self._observer = observer
         self._locks: dict[str, asyncio.Lock] = {}
         self.indexer = VectorIndexer(
