@@ -31,7 +31,9 @@ from powercontext import ServerSettings
 from powercontext.config import DatabaseConfig, InferenceConfig
 from powercontext.server import translate
 from powercontext.server.app import create_app
-from powercontext.server.schemas import SearchRequest
+from powercontext.server.search_schemas import (
+    SearchRequest,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results" / "http_overhead.json"
 

@@ -14,7 +14,7 @@ from powercontext.cli import app
 from powercontext.client import PowerContextClient, SyncPowerContextClient
 from powercontext.memory import MemoryValidationError, RememberMemoryRequest, SearchMemoryRequest
 from powercontext.memory.models import MemoryRef
-from powercontext.server.schemas import BatchSearchResponse
+from powercontext.server.search_schemas import BatchSearchResponse
 from tests.http.conftest import Served
 from tests.http.test_mcp import _ok, mcp_client
 

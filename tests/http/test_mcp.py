@@ -23,8 +23,6 @@ from powercontext.server.erasure import (
 from powercontext.server.history import EntryByIdRequest, EntryHistoryModel, HistoryRequest
 from powercontext.server.mcp import MEMORY_TOOLS
 from powercontext.server.schemas import (
-    BatchSearchRequest,
-    BatchSearchResponse,
     ChangesPageModel,
     ChangesRequest,
     EntriesPageModel,
@@ -38,11 +36,15 @@ from powercontext.server.schemas import (
     RememberOneRequest,
     RetireEntryRequest,
     ReviseEntryRequest,
-    SearchRequest,
-    SearchResponse,
     WriteResultModel,
 )
 from powercontext.server.scopes import ListScopesRequest, ScopesResponse
+from powercontext.server.search_schemas import (
+    BatchSearchRequest,
+    BatchSearchResponse,
+    SearchRequest,
+    SearchResponse,
+)
 from powercontext.server.transfer import (
     ExportPageRequest,
     ExportPageResponse,

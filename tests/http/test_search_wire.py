@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from powercontext.memory.models import ChannelScore, MemoryHit, MemoryRef, MemorySearchPage
-from powercontext.server.schemas import HitModel, SearchResponse
+from powercontext.server.search_schemas import HitModel, SearchResponse
 from powercontext.server.translate import search_response
 
 

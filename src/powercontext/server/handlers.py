@@ -19,8 +19,6 @@ from powercontext.server import translate
 from powercontext.server.calls import Call
 from powercontext.server.history import EntryByIdRequest, EntryHistoryModel, HistoryRequest
 from powercontext.server.schemas import (
-    BatchSearchRequest,
-    BatchSearchResponse,
     ChangesPageModel,
     ChangesRequest,
     EntriesPageModel,
@@ -34,11 +32,15 @@ from powercontext.server.schemas import (
     RememberOneRequest,
     RetireEntryRequest,
     ReviseEntryRequest,
-    SearchRequest,
-    SearchResponse,
     WriteResultModel,
 )
 from powercontext.server.scopes import ListScopesRequest, ScopesResponse
+from powercontext.server.search_schemas import (
+    BatchSearchRequest,
+    BatchSearchResponse,
+    SearchRequest,
+    SearchResponse,
+)
 
 RememberRequest = RememberOneRequest | RememberBatchRequest
 """One entry, or a batch written in one revision (one HTTP route, two MCP tools)."""

@@ -16,8 +16,9 @@ from powercontext.memory.models import MemoryEntry, MemoryHit, MemoryRef, Memory
 from powercontext.server import translate
 from powercontext.server.calls import Call
 from powercontext.server.history import HistoryRequest
-from powercontext.server.schemas import ListEntriesRequest, SearchRequest
+from powercontext.server.schemas import ListEntriesRequest
 from powercontext.server.scopes import ListScopesRequest
+from powercontext.server.search_schemas import SearchRequest
 
 View = dict[str, Any]
 

@@ -24,17 +24,19 @@ from powercontext.memory.models import (
     SearchMemoryRequest,
 )
 from powercontext.server.schemas import (
-    BatchSearchRequest,
-    BatchSearchResponse,
     CitationModel,
     HeadResponse,
     MemoryRefModel,
     ReactivateEntryRequest,
     RememberBatchRequest,
     RememberOneRequest,
-    RerankTraceModel,
     RetireEntryRequest,
     ReviseEntryRequest,
+)
+from powercontext.server.search_schemas import (
+    BatchSearchRequest,
+    BatchSearchResponse,
+    RerankTraceModel,
     SearchRequest,
     SearchResponse,
 )
