@@ -33,6 +33,7 @@ from powercontext.bench.locomo.metrics import aggregate, score_ranking, summary
 from powercontext.bench.locomo.runner import DATABASE_FILE
 from powercontext.config import RuntimeConfig
 from powercontext.memory.models import SearchMemoryRequest
+from powercontext.memory.search import bm25
 
 BENCH = Path(__file__).resolve().parent
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
@@ -106,7 +107,16 @@ def main() -> None:
         "--variant", action="append", default=[], help='"NAME: SETTING=VALUE ..." (repeatable)'
     )
     parser.add_argument("--results", help="write the variants to bench/results/NAME.json")
+    parser.add_argument(
+        "--bm25",
+        metavar="K1,B",
+        help="BM25's k1 and b for this process (constants of memory/search/bm25.py, not "
+        "settings; SQLite reads them per search): to tune them on a written database",
+    )
     args = parser.parse_args()
+    if args.bm25:
+        k1, b = (float(v) for v in args.bm25.split(","))
+        bm25.K1, bm25.B, bm25.MAX_SATURATION = k1, b, k1 + 1.0
     args.tune = args.tune or ["conv-26", "conv-30"]
     if args.variant:
         asyncio.run(_variants(args))
