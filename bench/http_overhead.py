@@ -3,8 +3,10 @@
 In one process, on the 10k-entry store of bench/http_load.py: the same fts searches (limit 10)
 go through the ASGI app (middleware, routing, auth dependency, body validation, handler,
 response JSON) and straight to `ScopedMemory.search`, interleaved in rounds; the difference
-of the CPU times (all threads) is the app's overhead. uvicorn's HTTP parsing and the sockets
-are not in it: bench/http_load.py measures the whole server process.
+of the CPU times (all threads) is the app's overhead. A third path runs the same search with
+the store's worker-thread calls made on the loop instead (`search_inline`): the difference is
+what handing each read to a thread and back costs. uvicorn's HTTP parsing and the sockets are
+not in it: bench/http_load.py measures the whole server process.
 
     python bench/http_overhead.py      # writes bench/results/http_overhead.json
 """
@@ -13,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import random
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +62,22 @@ def _scope(body: bytes) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def _hops_inlined() -> Iterator[None]:
+    """The store's `asyncio.to_thread` calls run on the loop: the search's own CPU, without
+    the handing over to worker threads and back (what a search costs besides its work)."""
+
+    async def call(func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    original = asyncio.to_thread
+    asyncio.to_thread = call  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        asyncio.to_thread = original
+
+
 async def measure(db: Path, queries: list[str], per_round: int, rounds: int) -> dict[str, Any]:
     settings = ServerSettings(
         database=DatabaseConfig(url=f"sqlite:///{db}"),
@@ -92,21 +111,26 @@ async def measure(db: Path, queries: list[str], per_round: int, rounds: int) -> 
         paths: dict[str, Callable[[str], Awaitable[None]]] = {
             "app": through_app,
             "search": search_only,
+            "search_inline": search_only,  # run with the worker-thread hops inlined (below)
         }
         for query in queries[:200]:  # warm both paths and the caches
             await through_app(query)
         cpu_ms: dict[str, list[float]] = {name: [] for name in paths}
         for _ in range(rounds):
             for name, path in paths.items():
-                started = time.process_time()
-                for i in range(per_round):
-                    await path(queries[i % len(queries)])
-                cpu_ms[name].append((time.process_time() - started) * 1000.0 / per_round)
+                with _hops_inlined() if name == "search_inline" else contextlib.nullcontext():
+                    started = time.process_time()
+                    for i in range(per_round):
+                        await path(queries[i % len(queries)])
+                    cpu_ms[name].append((time.process_time() - started) * 1000.0 / per_round)
     overheads = [a - s for a, s in zip(cpu_ms["app"], cpu_ms["search"], strict=True)]
+    hops = [s - i for s, i in zip(cpu_ms["search"], cpu_ms["search_inline"], strict=True)]
     return {
         "app_cpu_ms_per_request": round(statistics.median(cpu_ms["app"]), 3),
         "search_cpu_ms_per_request": round(statistics.median(cpu_ms["search"]), 3),
         "app_overhead_cpu_ms_per_request": round(statistics.median(overheads), 3),
+        "search_without_thread_hops_cpu_ms": round(statistics.median(cpu_ms["search_inline"]), 3),
+        "thread_hops_cpu_ms_per_request": round(statistics.median(hops), 3),
         "rounds": {name: [round(v, 3) for v in values] for name, values in cpu_ms.items()},
     }
 

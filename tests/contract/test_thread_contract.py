@@ -68,6 +68,19 @@ async def test_rewritten_tokens_are_searched_without_a_new_revision(store: Memor
         await store.rewrite_index_tokens("s", [(result.keys[-1] + 1000, "x")])
 
 
+async def test_a_candidates_tokens_follow_a_rewrite_after_a_search_read_them(
+    store: MemoryStore,
+) -> None:
+    result = await store.commit(
+        CommitRequest("s", None, [add("canoe trip", tokens="canoe trip"), add("lake")])
+    )
+    (before,) = await store.fts_candidates(FtsQuery("s", 1, ["canoe"], limit=5))
+    assert "canoe" in before.tokens and "freez" not in before.tokens
+    await store.rewrite_index_tokens("s", [(result.keys[0], "canoe trip freez")])
+    (after,) = await store.fts_candidates(FtsQuery("s", 1, ["canoe"], limit=5))
+    assert "freez" in after.tokens
+
+
 async def test_index_profiles_are_recorded_per_scope(store: MemoryStore) -> None:
     assert await store.index_profile("s") is None
     await store.commit(CommitRequest("s", None, [add("x")]))

@@ -49,6 +49,8 @@ _REPLAY_LIMIT = 1_000
 read afresh, since each replayed row scans its terms' postings."""
 _FETCH = 20_000
 """Rows read per fetchmany while filling the cache, bounding the transient Python objects."""
+_TOKEN_SETS = 16_384
+"""Token sets kept per scope (a few MB: a set of ~20 shared strings is about 1 KB)."""
 _SPARSE_SHARE = 8
 """A search whose terms' postings hold fewer than 1/8 of the scope's rows scores those rows
 only; above that one vectorized pass over every row is cheaper."""
@@ -125,6 +127,10 @@ class ScopeTerms(ScopeCache):
         """The scope's erasure count when the cache was filled (see storage.sqlite.erasure)."""
         self.rewritten: dict[int, npt.NDArray[np.int32]] = {}
         """Distinct term ids of rows whose tokens were rewritten after they were cached."""
+        self._token_sets: dict[int, frozenset[str]] = {}
+        """Rows' token sets as built for earlier candidates: a row's own run never changes once
+        appended (a rewrite goes to `rewritten`, read first), and popular entries are candidates
+        of many searches. Bounded by _TOKEN_SETS, emptied when full."""
         self._inactive: tuple[int, npt.NDArray[np.int64]] | None = None
         # Norms, weights and scores are float64 (lengths and frequencies, small integers, are
         # exact in float32): PostgreSQL scores in float8 and both must rank ties alike.
@@ -301,8 +307,14 @@ class ScopeTerms(ScopeCache):
         rewritten = self.rewritten.get(row)
         if rewritten is not None:
             return frozenset(map(name, rewritten.tolist()))
-        first = int(self.token_end[row - 1]) if row else 0
-        return frozenset(map(name, self.row_tokens[first : int(self.token_end[row])].tolist()))
+        found = self._token_sets.get(row)
+        if found is None:
+            first = int(self.token_end[row - 1]) if row else 0
+            found = frozenset(map(name, self.row_tokens[first : int(self.token_end[row])].tolist()))
+            if len(self._token_sets) >= _TOKEN_SETS:
+                self._token_sets.clear()
+            self._token_sets[row] = found
+        return found
 
     def _reserve(self, needed: int) -> None:
         if needed <= self.keys.shape[0]:
