@@ -1,7 +1,9 @@
 """Connections of one store: a single writer behind a lock and a small pool of readers.
 
-Every method here blocks; the store calls them from worker threads so the event loop never
-waits on SQLite. In WAL mode readers see committed snapshots while the writer works. An
+Every method here but `read_now` blocks; the store calls them from worker threads so the
+event loop never waits on SQLite. `read_now` never waits: it runs a point read on the
+caller's thread on a connection of its own, or says it would wait. In WAL mode readers see
+committed snapshots while the writer works. An
 in-memory database exists only inside its one connection, so `:memory:` serves reads and
 writes from that connection, serialized by the writer lock.
 """
@@ -81,13 +83,26 @@ def _out_of_range(exc: OverflowError) -> MemoryValidationError:
     return MemoryValidationError(f"an integer is outside SQLite's 64-bit range ({exc})")
 
 
+class WouldWait(Exception):
+    """`read_now` would have to wait: its connection is in use, or the database is locked."""
+
+
+_WAITS = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+
+
 class ConnectionPool:
     def __init__(
-        self, target: str, writer: sqlite3.Connection, readers: list[sqlite3.Connection]
+        self,
+        target: str,
+        writer: sqlite3.Connection,
+        readers: list[sqlite3.Connection],
+        now: sqlite3.Connection | None = None,
     ) -> None:
         self.target = target
         self._writer = writer
         self._write_lock = threading.Lock()
+        self._now = now
+        self._now_lock = threading.Lock()
         self._readers = readers
         self._idle = list(readers)
         self._cond = threading.Condition()
@@ -108,12 +123,16 @@ class ConnectionPool:
                 if str(mode).lower() != "wal":
                     raise StorageError(f"could not switch {target} to WAL mode (got {mode})")
             migrate(writer)
-            if target != MEMORY:
-                for _ in range(max(1, options.readers)):
-                    reader = _connect(target, options)
-                    conns.append(reader)
-                    reader.execute("PRAGMA query_only = ON")
-            return cls(target, writer, conns[1:])
+            if target == MEMORY:
+                return cls(target, writer, [])
+            for _ in range(max(1, options.readers) + 1):
+                reader = _connect(target, options)
+                conns.append(reader)
+                reader.execute("PRAGMA query_only = ON")
+            now = conns.pop()
+            # never waits for a lock: read_now falls back to a pooled reader instead
+            now.execute("PRAGMA busy_timeout = 0")
+            return cls(target, writer, conns[1:], now)
         except sqlite3.Error as exc:
             for conn in conns:
                 conn.close()
@@ -166,6 +185,24 @@ class ConnectionPool:
         finally:
             self._release_reader(conn)
 
+    def read_now(self, work: Callable[[sqlite3.Connection], T], doing: str) -> T:
+        """`read` on the caller's thread, for a read of a few rows by key: on the event loop
+        it costs less than handing the read to a worker thread and back. Raises WouldWait
+        instead of waiting (its connection busy, a lock held, or an in-memory database)."""
+        conn = self._now
+        if conn is None or not self._now_lock.acquire(blocking=False):
+            raise WouldWait
+        try:
+            self._check_open()
+            return self._read_on(conn, work, doing)
+        except StorageError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, sqlite3.OperationalError) and _waits(cause):
+                raise WouldWait from cause
+            raise
+        finally:
+            self._now_lock.release()
+
     @staticmethod
     def _read_on(
         conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], doing: str
@@ -209,5 +246,12 @@ class ConnectionPool:
                 self._cond.wait()
             for conn in self._readers:
                 conn.close()
+        with self._now_lock:
+            if self._now is not None:
+                self._now.close()
         with self._write_lock:
             self._writer.close()
+
+
+def _waits(exc: sqlite3.OperationalError) -> bool:
+    return (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _WAITS

@@ -38,12 +38,19 @@ from powercontext.memory.search.fields import FieldWeights
 from powercontext.storage.common import query_array, validate_plan
 from powercontext.storage.sqlite import erasure, reads, snapshots, writes
 from powercontext.storage.sqlite.ann import IndexOptions
-from powercontext.storage.sqlite.connections import MEMORY, ConnectionOptions, ConnectionPool
+from powercontext.storage.sqlite.connections import (
+    MEMORY,
+    ConnectionOptions,
+    ConnectionPool,
+    WouldWait,
+)
 from powercontext.storage.sqlite.filter_keys import Keys, SharedFilterScans
 from powercontext.storage.sqlite.fulltext import TermCache
 from powercontext.storage.sqlite.vectors import VectorCache
 
 T = TypeVar("T")
+_POINT_READ_ROWS = 64
+"""At most this many rows are fetched on the event loop (a page of hits); more take a thread."""
 
 
 class SqliteMemoryStore:
@@ -87,11 +94,19 @@ class SqliteMemoryStore:
     async def _read(self, work: Callable[[sqlite3.Connection], T], doing: str) -> T:
         return await asyncio.to_thread(self._pool.read, work, doing)
 
+    async def _read_point(self, work: Callable[[sqlite3.Connection], T], doing: str) -> T:
+        """A read of a few rows by key: on the loop when that need not wait (a thread
+        hand-off costs more than such a read), else as any read."""
+        try:
+            return self._pool.read_now(work, doing)
+        except WouldWait:
+            return await self._read(work, doing)
+
     async def _write(self, work: Callable[[sqlite3.Connection], T], doing: str) -> T:
         return await asyncio.to_thread(self._pool.write, work, doing)
 
     async def head(self, scope_id: str) -> int | None:
-        return await self._read(lambda conn: reads.head(conn, scope_id), "reading the head")
+        return await self._read_point(lambda conn: reads.head(conn, scope_id), "reading the head")
 
     async def commit(self, request: CommitRequest) -> CommitResult:
         planned = list(request.changes)
@@ -140,7 +155,8 @@ class SqliteMemoryStore:
 
     async def fetch_versions(self, scope_id: str, keys: Sequence[int]) -> dict[int, StoredVersion]:
         wanted = list(keys)
-        return await self._read(
+        read = self._read_point if len(wanted) <= _POINT_READ_ROWS else self._read
+        return await read(
             lambda conn: reads.fetch_versions(conn, scope_id, wanted), "fetching entry versions"
         )
 

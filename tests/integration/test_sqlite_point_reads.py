@@ -1,0 +1,105 @@
+"""Point reads (the head, a page of rows) run on the event loop when they need not wait."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from powercontext.memory.errors import StorageError
+from powercontext.memory.ports import CommitRequest, NewVersion, PlannedChange
+from powercontext.storage.sqlite import SqliteMemoryStore
+from powercontext.storage.sqlite.connections import WouldWait
+
+
+def _add(n: int) -> PlannedChange:
+    return PlannedChange(
+        op="add",
+        new=NewVersion(
+            entry_id=f"e{n}",
+            entry_version_id=f"v{n}",
+            version=1,
+            kind="fact",
+            text=f"entry {n}",
+            metadata={},
+            index_tokens=f"entry {n}",
+        ),
+    )
+
+
+async def test_a_point_read_runs_on_the_loop_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = await SqliteMemoryStore.open(tmp_path / "m.db")
+    result = await store.commit(CommitRequest("s", None, [_add(1), _add(2)]))
+
+    async def no_thread(*args: object, **kwargs: object) -> object:
+        raise AssertionError("a point read took a worker thread")
+
+    monkeypatch.setattr(asyncio, "to_thread", no_thread)
+    assert await store.head("s") == 1
+    rows = await store.fetch_versions("s", result.keys)
+    assert [rows[k].text for k in result.keys] == ["entry 1", "entry 2"]
+    monkeypatch.undo()
+    await store.close()
+
+
+async def test_a_point_read_whose_connection_is_in_use_takes_a_worker_thread(
+    tmp_path: Path,
+) -> None:
+    store = await SqliteMemoryStore.open(tmp_path / "m.db")
+    await store.commit(CommitRequest("s", None, [_add(1)]))
+    pool = store._pool
+    with pool._now_lock:  # another event loop's point read, say
+        with pytest.raises(WouldWait):
+            pool.read_now(lambda conn: conn.execute("SELECT 1").fetchone(), "probing")
+        assert await store.head("s") == 1
+    await store.close()
+
+
+async def test_a_point_read_on_a_locked_database_waits_in_a_worker_thread_not_on_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = await SqliteMemoryStore.open(tmp_path / "m.db")
+    await store.commit(CommitRequest("s", None, [_add(1)]))
+    pool = store._pool
+    read_on = pool._read_on
+    locked = threading.Event()
+    locked.set()
+
+    def busy_on_the_loops_connection(conn: sqlite3.Connection, work: Any, doing: str) -> Any:
+        if conn is pool._now and locked.is_set():
+            busy = sqlite3.OperationalError("database is locked")
+            busy.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
+            raise StorageError("database is locked") from busy
+        if conn is not pool._now:
+            time.sleep(0.2)  # a pooled reader waiting out the lock, as busy_timeout does
+        return read_on(conn, work, doing)
+
+    monkeypatch.setattr(pool, "_read_on", busy_on_the_loops_connection)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    tick = asyncio.create_task(ticker())
+    assert await store.head("s") == 1
+    tick.cancel()
+    assert ticks >= 5  # the loop went on while the read waited
+    # any other storage failure is the caller's, as before
+    locked.clear()
+    monkeypatch.setattr(
+        pool, "_read_on", lambda conn, work, doing: (_ for _ in ()).throw(StorageError("disk"))
+    )
+    with pytest.raises(StorageError, match="disk"):
+        await store.head("s")
+    monkeypatch.undo()
+    await store.close()
