@@ -12,31 +12,17 @@ from typing import Any
 import pytest
 
 from powercontext.memory.errors import StorageError
-from powercontext.memory.ports import CommitRequest, NewVersion, PlannedChange
+from powercontext.memory.ports import CommitRequest
 from powercontext.storage.sqlite import SqliteMemoryStore
 from powercontext.storage.sqlite.connections import WouldWait
-
-
-def _add(n: int) -> PlannedChange:
-    return PlannedChange(
-        op="add",
-        new=NewVersion(
-            entry_id=f"e{n}",
-            entry_version_id=f"v{n}",
-            version=1,
-            kind="fact",
-            text=f"entry {n}",
-            metadata={},
-            index_tokens=f"entry {n}",
-        ),
-    )
+from tests.integration.planned import planned_adds
 
 
 async def test_a_point_read_runs_on_the_loop_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = await SqliteMemoryStore.open(tmp_path / "m.db")
-    result = await store.commit(CommitRequest("s", None, [_add(1), _add(2)]))
+    result = await store.commit(CommitRequest("s", None, planned_adds(["entry 1", "entry 2"])))
 
     async def no_thread(*args: object, **kwargs: object) -> object:
         raise AssertionError("a point read took a worker thread")
@@ -53,7 +39,7 @@ async def test_a_point_read_whose_connection_is_in_use_takes_a_worker_thread(
     tmp_path: Path,
 ) -> None:
     store = await SqliteMemoryStore.open(tmp_path / "m.db")
-    await store.commit(CommitRequest("s", None, [_add(1)]))
+    await store.commit(CommitRequest("s", None, planned_adds(["entry 1"])))
     pool = store._pool
     with pool._now_lock:  # another event loop's point read, say
         with pytest.raises(WouldWait):
@@ -66,7 +52,7 @@ async def test_a_point_read_on_a_locked_database_waits_in_a_worker_thread_not_on
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = await SqliteMemoryStore.open(tmp_path / "m.db")
-    await store.commit(CommitRequest("s", None, [_add(1)]))
+    await store.commit(CommitRequest("s", None, planned_adds(["entry 1"])))
     pool = store._pool
     read_on = pool._read_on
     locked = threading.Event()
