@@ -28,7 +28,7 @@ from powercontext.memory.ports import (
     VersionPage,
 )
 from powercontext.memory.search.analyze import index_tokens
-from powercontext.storage.sqlite import IndexOptions, SqliteMemoryStore, fulltext
+from powercontext.storage.sqlite import IndexOptions, SqliteMemoryStore, fts_scoring
 from tests.integration.planned import planned_adds
 
 # hnswlib is the optional `[hnsw]` extra (it compiles C++); the dev install includes it.
@@ -130,7 +130,7 @@ async def test_rare_terms_score_only_their_rows_and_rank_alike(
                     for where in (None, only_events):
                         answers = []
                         for share in (0, 10**9):  # dense, then sparse
-                            monkeypatch.setattr(fulltext, "_SPARSE_SHARE", share)
+                            monkeypatch.setattr(fts_scoring, "_SPARSE_SHARE", share)
                             answers.append(
                                 await store.fts_candidates(
                                     FtsQuery("s", revision, terms, limit=limit, where=where)

@@ -36,10 +36,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from powercontext.memory.ports import FtsCandidate
-from powercontext.memory.search import bm25
 from powercontext.memory.search.fields import CONTEXT_PREFIX, FieldWeights, own_length
 from powercontext.storage.sqlite import term_snapshots
+from powercontext.storage.sqlite.fts_scoring import ScopeScoring
 from powercontext.storage.sqlite.lru import LruCache
 from powercontext.storage.sqlite.scope_cache import ScopeCache
 from powercontext.storage.sqlite.vectors import NOT_REMOVED, grow
@@ -49,11 +48,6 @@ _REPLAY_LIMIT = 1_000
 read afresh, since each replayed row scans its terms' postings."""
 _FETCH = 20_000
 """Rows read per fetchmany while filling the cache, bounding the transient Python objects."""
-_TOKEN_SETS = 16_384
-"""Token sets kept per scope (a few MB: a set of ~20 shared strings is about 1 KB)."""
-_SPARSE_SHARE = 8
-"""A search whose terms' postings hold fewer than 1/8 of the scope's rows scores those rows
-only; above that one vectorized pass over every row is cheaper."""
 
 
 class Postings:
@@ -84,7 +78,7 @@ class Postings:
         self.size = end
 
 
-class ScopeTerms(ScopeCache):
+class ScopeTerms(ScopeScoring, ScopeCache):
     """The cached postings of one scope (snapshot: term_snapshots.py). Callers hold `lock`
     around refresh + search."""
 
@@ -301,21 +295,6 @@ class ScopeTerms(ScopeCache):
         self.token_end[start : start + count] = self.token_used + np.cumsum(per_row)
         self.token_used = used
 
-    def tokens(self, row: int) -> frozenset[str]:
-        # map over a list, not a generator: every candidate of every search passes here.
-        name = self.names.__getitem__
-        rewritten = self.rewritten.get(row)
-        if rewritten is not None:
-            return frozenset(map(name, rewritten.tolist()))
-        found = self._token_sets.get(row)
-        if found is None:
-            first = int(self.token_end[row - 1]) if row else 0
-            found = frozenset(map(name, self.row_tokens[first : int(self.token_end[row])].tolist()))
-            if len(self._token_sets) >= _TOKEN_SETS:
-                self._token_sets.clear()
-            self._token_sets[row] = found
-        return found
-
     def _reserve(self, needed: int) -> None:
         if needed <= self.keys.shape[0]:
             return
@@ -342,153 +321,6 @@ class ScopeTerms(ScopeCache):
         known = positions < self.size
         known[known] = self.keys[positions[known]] == keys[known]
         self.removed[positions[known]] = removed[known]
-
-    def _inactive_rows(self, revision: int) -> npt.NDArray[np.int64]:
-        """Rows not active at `revision`; usually none when searching the head."""
-        if self._inactive is None or self._inactive[0] != revision:
-            n = self.size
-            active = (self.added[:n] <= revision) & (self.removed[:n] > revision)
-            self._inactive = (revision, np.flatnonzero(~active))
-        return self._inactive[1]
-
-    def _norm(self, field: str) -> npt.NDArray[np.float64]:
-        """B_f of every row, computed once per change of the rows (like the term weights)."""
-        norm = self._norms.get(field)
-        if norm is None:
-            lengths, total = (
-                (self.own_lengths, self.own_total)
-                if field == "own"
-                else (self.context_lengths, self.context_total)
-            )
-            average = bm25.average_length(total, self.size)
-            norm = bm25.length_norm(lengths[: self.size].astype(np.float64), average).astype(
-                np.float64, copy=False
-            )
-            self._norms[field] = norm
-        return norm
-
-    def _term_weights(
-        self, term: str, fields: FieldWeights
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]] | None:
-        """BM25F contribution of `term` to each row holding it in any field (search.bm25),
-        cached until rows change."""
-        cached = self._weights.get((term, fields))
-        if cached is not None:
-            return cached
-        scored = bm25.scored_fields(fields)
-        found = [(field, self.terms.get(field.prefix + term)) for field in scored]
-        parts = [(field, postings) for field, postings in found if postings is not None]
-        if not parts:
-            return None
-        term_idf = bm25.idf(bm25.term_df([p.size if p else 0 for _, p in found]), self.size)
-        rows_parts: list[npt.NDArray[np.int32]] = []
-        tf_parts: list[npt.NDArray[np.float64]] = []
-        for field, postings in parts:
-            field_rows = postings.rows[: postings.size]
-            norm = None if field.norm is None else self._norm(field.norm)[field_rows]
-            tfs = bm25.weighted_tf(postings.tfs[: postings.size], field, norm)
-            rows_parts.append(field_rows)
-            tf_parts.append(tfs.astype(np.float64, copy=False))
-        rows: npt.NDArray[np.int32]
-        if len(parts) == 1:
-            rows, tilde = rows_parts[0], tf_parts[0]
-        else:
-            unique, inverse = np.unique(np.concatenate(rows_parts), return_inverse=True)
-            rows = unique.astype(np.int32)
-            tilde = np.bincount(inverse, weights=np.concatenate(tf_parts)).astype(
-                np.float64, copy=False
-            )
-        weights = bm25.saturated(term_idf, tilde).astype(np.float64, copy=False)
-        self._weights[(term, fields)] = (rows, weights)
-        return rows, weights
-
-    def search(
-        self,
-        revision: int,
-        terms: Sequence[str],
-        limit: int,
-        fields: FieldWeights,
-        allowed: npt.NDArray[np.int64] | None = None,
-    ) -> list[FtsCandidate]:
-        """The best `limit` versions active at `revision` (and among the `allowed` keys, when
-        a filter gave some), best first (ties by key)."""
-        found = [w for t in dict.fromkeys(terms) if (w := self._term_weights(t, fields))]
-        if not found or limit <= 0:
-            return []
-        if sum(term_rows.shape[0] for term_rows, _ in found) * _SPARSE_SHARE < self.size:
-            return self._search_sparse(revision, found, limit, allowed)
-        scores = np.zeros(self.size, dtype=np.float64)
-        for term_rows, weights in found:
-            # A term's rows are distinct, so a fancy-indexed add never drops a repeat.
-            scores[term_rows] += weights
-        scores[self._inactive_rows(revision)] = 0.0
-        if allowed is not None:
-            # The filter masks before the partition: a selective filter still fills `limit`.
-            keep = np.zeros(self.size, dtype=bool)
-            keep[_rows_of(self.keys[: self.size], allowed)] = True
-            scores[~keep] = 0.0
-        # Common words match much of a scope; rare ones go to _search_sparse. Partition only
-        # the rows that scored: finding them is one pass over the scope, and the partition
-        # then works on the matches alone (never slower than one over every row).
-        rows = np.flatnonzero(scores > 0)
-        if limit < rows.size:
-            matched = scores[rows]
-            cut = matched[np.argpartition(-matched, limit - 1)[:limit]].min()
-            # The partition picks any of the rows tied at the cut; ties go by key, so every
-            # row at the cut's score competes.
-            rows = rows[matched >= cut]
-        return self._candidates(rows, scores[rows], limit)
-
-    def _search_sparse(
-        self,
-        revision: int,
-        found: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]],
-        limit: int,
-        allowed: npt.NDArray[np.int64] | None,
-    ) -> list[FtsCandidate]:
-        """`search` when the terms are rare: only the rows holding one are scored, each row's
-        sum taken in the same term order as the dense path (the same floats, the same ranks)."""
-        rows, inverse = np.unique(
-            np.concatenate([term_rows for term_rows, _ in found]), return_inverse=True
-        )
-        scores = np.bincount(
-            inverse.reshape(-1),
-            weights=np.concatenate([weights for _, weights in found]),
-            minlength=rows.shape[0],
-        ).astype(np.float64, copy=False)
-        inactive = self._inactive_rows(revision)
-        if inactive.size:
-            scores[np.isin(rows, inactive)] = 0.0
-        if allowed is not None:
-            scores[~np.isin(rows, _rows_of(self.keys[: self.size], allowed))] = 0.0
-        keep = scores > 0
-        return self._candidates(rows[keep], scores[keep], limit)
-
-    def _candidates(
-        self, rows: npt.NDArray[np.int64], scores: npt.NDArray[np.float64], limit: int
-    ) -> list[FtsCandidate]:
-        """The best `limit` of these rows (their scores all > 0), best first, ties by key."""
-        keys = self.keys[rows]
-        order = np.lexsort((keys, -scores))[:limit]
-        tokens = self.tokens
-        return [
-            FtsCandidate(key=key, score=score, tokens=tokens(row))
-            for key, score, row in zip(
-                keys[order].tolist(),
-                scores[order].tolist(),
-                rows[order].tolist(),
-                strict=True,
-            )
-        ]
-
-
-def _rows_of(keys: npt.NDArray[np.int64], wanted: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """Rows of the `wanted` keys that are cached (`keys` ascending); unknown keys are skipped."""
-    rows = np.searchsorted(keys, wanted)
-    inside = rows < keys.shape[0]
-    rows, wanted = rows[inside], wanted[inside]
-    found: npt.NDArray[np.int64] = rows[keys[rows] == wanted]
-    return found
 
 
 class TermCache:
