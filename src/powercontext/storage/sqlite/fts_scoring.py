@@ -9,7 +9,6 @@ ones take one vectorized pass over every row (dense); both give the same floats.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -17,9 +16,7 @@ import numpy.typing as npt
 from powercontext.memory.ports import FtsCandidate
 from powercontext.memory.search import bm25
 from powercontext.memory.search.fields import FieldWeights
-
-if TYPE_CHECKING:
-    from powercontext.storage.sqlite.fulltext import Postings
+from powercontext.storage.sqlite.postings import Postings
 
 _TOKEN_SETS = 16_384
 """Token sets kept per scope (a few MB: a set of ~20 shared strings is about 1 KB)."""

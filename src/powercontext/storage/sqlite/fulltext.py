@@ -40,6 +40,7 @@ from powercontext.memory.search.fields import CONTEXT_PREFIX, FieldWeights, own_
 from powercontext.storage.sqlite import term_snapshots
 from powercontext.storage.sqlite.fts_scoring import ScopeScoring
 from powercontext.storage.sqlite.lru import LruCache
+from powercontext.storage.sqlite.postings import Postings
 from powercontext.storage.sqlite.scope_cache import ScopeCache
 from powercontext.storage.sqlite.vectors import NOT_REMOVED, grow
 
@@ -48,34 +49,6 @@ _REPLAY_LIMIT = 1_000
 read afresh, since each replayed row scans its terms' postings."""
 _FETCH = 20_000
 """Rows read per fetchmany while filling the cache, bounding the transient Python objects."""
-
-
-class Postings:
-    """Growable (row, term frequency) arrays of one term, rows ascending."""
-
-    __slots__ = ("rows", "size", "tfs")
-
-    def __init__(self) -> None:
-        self.rows: npt.NDArray[np.int32] = np.zeros(4, dtype=np.int32)
-        self.tfs: npt.NDArray[np.float32] = np.zeros(4, dtype=np.float32)
-        self.size = 0
-
-    @classmethod
-    def of(cls, rows: npt.NDArray[np.int32], tfs: npt.NDArray[np.float32]) -> Postings:
-        """Postings over existing arrays (a snapshot's mapping); the first append copies."""
-        postings = cls()
-        postings.rows, postings.tfs, postings.size = rows, tfs, int(rows.shape[0])
-        return postings
-
-    def extend(self, rows: npt.NDArray[np.int32], tfs: npt.NDArray[np.float32]) -> None:
-        end = self.size + rows.shape[0]
-        if end > self.rows.shape[0]:
-            capacity = max(end, 2 * self.rows.shape[0])
-            self.rows = grow(self.rows, capacity)
-            self.tfs = grow(self.tfs, capacity)
-        self.rows[self.size : end] = rows
-        self.tfs[self.size : end] = tfs
-        self.size = end
 
 
 class ScopeTerms(ScopeScoring, ScopeCache):

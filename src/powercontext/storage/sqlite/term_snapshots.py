@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from powercontext.storage.sqlite import mapped
+from powercontext.storage.sqlite.postings import Postings
 
 if TYPE_CHECKING:
     from powercontext.storage.sqlite.fulltext import ScopeTerms
@@ -100,8 +101,6 @@ def _names(arrays: dict[str, npt.NDArray[Any]]) -> list[str]:
 
 
 def _map(terms: ScopeTerms, fields: dict[str, Any], arrays: dict[str, npt.NDArray[Any]]) -> None:
-    from powercontext.storage.sqlite.fulltext import Postings
-
     terms.reset()
     for name in ROW_ARRAYS:
         setattr(terms, name, arrays[name])
