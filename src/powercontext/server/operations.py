@@ -4,7 +4,9 @@ Each `Operation` row names its request and response wire models, its handler, it
 whether it writes, its HTTP route (method, path, the error statuses it may answer), its MCP
 tools and its inspector route. `routes.py`, `mcp_tools.py` and `ui/routes.py` register from
 `OPERATIONS` and nothing else, so an operation is added in one place (docs/http.md, "Adding
-an operation").
+an operation"). The usual row, one route and one MCP tool, is one line: `_reads(handler,
+"POST /v1/...", errors)` or `_writes(...)`; its handler's signature names the models and its
+docstring is the route's summary and the tool's description.
 
 A route whose body or answer is not one JSON document (an NDJSON export or import) sets
 `HttpRoute.raw`: its endpoint gets the `Call` and the raw request and returns any response
