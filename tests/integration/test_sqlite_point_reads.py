@@ -1,4 +1,5 @@
-"""Point reads (the head, a page of rows) run on the event loop when they need not wait."""
+"""Short reads (the head, a page of rows, a small scope's cached full-text search) run on the
+event loop when they need not wait."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from typing import Any
 import pytest
 
 from powercontext.memory.errors import StorageError
-from powercontext.memory.ports import CommitRequest
+from powercontext.memory.ports import CommitRequest, FtsQuery
 from powercontext.storage.sqlite import SqliteMemoryStore
+from powercontext.storage.sqlite import store as sqlite_store
 from powercontext.storage.sqlite.connections import WouldWait
 from tests.integration.planned import planned_adds
 
@@ -88,4 +90,62 @@ async def test_a_point_read_on_a_locked_database_waits_in_a_worker_thread_not_on
     with pytest.raises(StorageError, match="disk"):
         await store.head("s")
     monkeypatch.undo()
+    await store.close()
+
+
+class _Threads:
+    """Counts the store's hand-offs to worker threads (and still makes them)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        original = asyncio.to_thread
+
+        async def counted(func: Any, /, *args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return await original(func, *args, **kwargs)
+
+        monkeypatch.setattr(asyncio, "to_thread", counted)
+
+
+async def test_a_small_scope_with_a_current_cache_is_searched_on_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = await SqliteMemoryStore.open(tmp_path / "m.db")
+    await store.commit(CommitRequest("s", None, planned_adds(["canoe trip", "lake day"])))
+    threads = _Threads(monkeypatch)
+    query = FtsQuery("s", 1, ["canoe"], limit=5)
+    first = await store.fts_candidates(query)  # fills the cache: a thread
+    assert threads.calls == 1
+    again = await store.fts_candidates(query)
+    assert threads.calls == 1  # current: no thread
+    assert [(c.key, c.score, c.tokens) for c in again] == [
+        (c.key, c.score, c.tokens) for c in first
+    ]
+    # a write moves the head: the cache must catch up, in a thread, and sees the new entry
+    await store.commit(CommitRequest("s", 1, planned_adds(["canoe race"], start=2)))
+    threads.calls = 0
+    found = await store.fts_candidates(FtsQuery("s", 2, ["canoe"], limit=5))
+    assert threads.calls == 1
+    assert len(found) == 2
+    await store.close()
+
+
+async def test_a_large_scope_or_a_busy_cache_is_searched_in_a_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = await SqliteMemoryStore.open(tmp_path / "m.db")
+    await store.commit(CommitRequest("s", None, planned_adds(["canoe trip", "lake day"])))
+    query = FtsQuery("s", 1, ["canoe"], limit=5)
+    expected = await store.fts_candidates(query)
+    threads = _Threads(monkeypatch)
+    monkeypatch.setattr(sqlite_store, "_SMALL_SCOPE_ROWS", 1)
+    assert await store.fts_candidates(query) == expected
+    assert threads.calls == 1
+    monkeypatch.setattr(sqlite_store, "_SMALL_SCOPE_ROWS", 16_384)
+    with store._terms.get("s").lock:  # another search holds the cache
+        task = asyncio.create_task(store.fts_candidates(query))
+        await asyncio.sleep(0.05)
+        assert not task.done()  # it waits for the lock in a thread, not on the loop
+    assert await task == expected
+    assert threads.calls == 2
     await store.close()

@@ -1,7 +1,7 @@
 """Connections of one store: a single writer behind a lock and a small pool of readers.
 
 Every method here but `read_now` blocks; the store calls them from worker threads so the
-event loop never waits on SQLite. `read_now` never waits: it runs a point read on the
+event loop never waits on SQLite. `read_now` never waits: it runs a short read on the
 caller's thread on a connection of its own, or says it would wait. In WAL mode readers see
 committed snapshots while the writer works. An
 in-memory database exists only inside its one connection, so `:memory:` serves reads and
@@ -186,9 +186,10 @@ class ConnectionPool:
             self._release_reader(conn)
 
     def read_now(self, work: Callable[[sqlite3.Connection], T], doing: str) -> T:
-        """`read` on the caller's thread, for a read of a few rows by key: on the event loop
-        it costs less than handing the read to a worker thread and back. Raises WouldWait
-        instead of waiting (its connection busy, a lock held, or an in-memory database)."""
+        """`read` on the caller's thread, for a short read (a few rows by key, a small
+        scope's cached search): on the event loop it costs less than handing the read to a
+        worker thread and back. Raises WouldWait instead of waiting (its connection busy, a
+        lock held, an in-memory database), and passes on a WouldWait that `work` raises."""
         conn = self._now
         if conn is None or not self._now_lock.acquire(blocking=False):
             raise WouldWait

@@ -41,6 +41,7 @@ from powercontext.storage.sqlite import term_snapshots
 from powercontext.storage.sqlite.fts_scoring import ScopeScoring
 from powercontext.storage.sqlite.lru import LruCache
 from powercontext.storage.sqlite.postings import Postings
+from powercontext.storage.sqlite.reads import head_and_erasures
 from powercontext.storage.sqlite.scope_cache import ScopeCache
 from powercontext.storage.sqlite.vectors import NOT_REMOVED, grow
 
@@ -109,10 +110,7 @@ class ScopeTerms(ScopeScoring, ScopeCache):
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Catch up with the database, within the caller's read transaction."""
         head = self.catch_up(conn, term_snapshots.restore, self.reset)
-        rewrite_row = conn.execute(
-            "SELECT max(seq) FROM fts_rewrites WHERE scope_id = ?", (self.scope_id,)
-        ).fetchone()
-        rewrite = int(rewrite_row[0]) if rewrite_row and rewrite_row[0] is not None else 0
+        rewrite = self._last_rewrite_seq(conn)
         if rewrite > self.last_rewrite and self._many_rewrites(conn):
             self.reset()  # a rebuild rewrote much of the scope: reading it afresh is cheaper
         cached = self.last_key
@@ -122,6 +120,22 @@ class ScopeTerms(ScopeScoring, ScopeCache):
             self._replay_rewrites(conn, rewrite, cached)
         if term_snapshots.due(self, self._snapshot_min_rows):
             term_snapshots.save(self)
+
+    def is_current(self, conn: sqlite3.Connection) -> bool:
+        """Whether `refresh` would find nothing to read: the same head, erasures and token
+        rewrites as when the cache was last filled (then a search may skip it)."""
+        if not self._snapshot_tried:
+            return False
+        head, erasures = head_and_erasures(conn, self.scope_id)
+        if head != self.last_head or erasures != self.erasures:
+            return False
+        return self._last_rewrite_seq(conn) <= self.last_rewrite
+
+    def _last_rewrite_seq(self, conn: sqlite3.Connection) -> int:
+        row = conn.execute(
+            "SELECT max(seq) FROM fts_rewrites WHERE scope_id = ?", (self.scope_id,)
+        ).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
 
     def _many_rewrites(self, conn: sqlite3.Connection) -> bool:
         row = conn.execute(
