@@ -117,3 +117,31 @@ async def test_full_text_feedback_overlaps_the_vector_channel_and_ranks_alike(
         assert (fts_runs, vector_waits) == (2, 1)
         assert [h.text for h in overlapped.hits] == [h.text for h in alone.hits]
         assert [h.score for h in overlapped.hits] == [h.score for h in alone.hits]
+
+
+async def test_the_vector_search_is_handed_to_its_thread_before_the_full_text_chain_runs(
+    tmp_path: Path,
+) -> None:
+    # A small scope's full-text search runs on the event loop without yielding: the vector
+    # search must already be in its worker thread by then, or the two would not overlap.
+    settings = sqlite_settings(tmp_path / "order.db", "hash", search_feedback_docs=4)
+    async with open_runtime(settings) as rt:
+        memory = rt.memory.for_scope("chat")
+        await memory.remember_many([RememberMemoryRequest(text=text) for text in TEXTS])
+        request = SearchMemoryRequest(query="camping", mode="hybrid")
+        await memory.search(request)  # fills both caches
+        store: Any = rt.store
+        order: list[str] = []
+        first_fts, first_vector = store.fts_candidates, store.vector_candidates
+
+        async def fts(query: Any) -> Any:
+            order.append("fts")
+            return await first_fts(query)
+
+        async def vector(query: Any) -> Any:
+            order.append("vector")
+            return await first_vector(query)
+
+        store.fts_candidates, store.vector_candidates = fts, vector
+        await memory.search(request)
+        assert order[0] == "vector"

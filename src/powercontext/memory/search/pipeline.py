@@ -230,9 +230,11 @@ class SearchPipeline:
             else request.min_similarity
         )
         # Full-text admission and its feedback run read only the full-text channel, so that
-        # chain overlaps the vector search instead of following it.
-        fts_admitted, vector_found = await asyncio.gather(
-            self._fts_admitted(scope_id, head, plan), self._vector(scope_id, head, plan)
+        # chain overlaps the vector search instead of following it. The vector search starts
+        # first: it hands its work to a thread at once, while a small scope's full-text search
+        # may run on the loop without yielding (storage.sqlite.store).
+        vector_found, fts_admitted = await asyncio.gather(
+            self._vector(scope_id, head, plan), self._fts_admitted(scope_id, head, plan)
         )
         vector_admitted = admit((), vector_found, (), min_similarity=floor)
         admitted = Admission(
