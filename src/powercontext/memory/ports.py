@@ -137,8 +137,10 @@ class ErasureResult:
     erased: tuple[ErasedVersion, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class FtsCandidate:
+class FtsCandidate(NamedTuple):
+    """An entry the full-text channel found: built by the hundred per search, like
+    VectorCandidate."""
+
     key: int
     score: float
     """Backend relevance; only the order matters (best first)."""
