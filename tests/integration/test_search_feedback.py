@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from powercontext import open_runtime
 from powercontext.memory import RememberMemoryRequest, SearchMemoryRequest
+from powercontext.memory.scoped import ScopedMemory
 from powercontext.testing import FakeEmbedder
 from tests.integration.conftest import sqlite_settings
 
@@ -20,6 +23,18 @@ TEXTS = [
     "Camping gear prices went up this year.",
 ]
 CAMPING = [TEXTS[0], TEXTS[1], TEXTS[4], TEXTS[5]]
+
+
+@asynccontextmanager
+async def _camping(path: Path) -> AsyncIterator[tuple[Any, ScopedMemory]]:
+    """TEXTS written to scope `chat` of a runtime with the hash embedder and 4 feedback docs."""
+    async with open_runtime(sqlite_settings(path, "hash", search_feedback_docs=4)) as rt:
+        memory = rt.memory.for_scope("chat")
+        await memory.remember_many([RememberMemoryRequest(text=text) for text in TEXTS])
+        yield rt, memory
+
+
+_CAMPING = SearchMemoryRequest(query="camping", mode="hybrid")
 
 
 async def _found(path: Path, query: str, mode: str, **runtime: object) -> list[str]:
@@ -86,11 +101,8 @@ async def test_full_text_feedback_overlaps_the_vector_channel_and_ranks_alike(
     # The vector search below waits until the second full-text run has finished: that only
     # completes when the full-text chain (first run, admission, feedback run) runs beside
     # the vector channel rather than after it.
-    settings = sqlite_settings(tmp_path / "overlap.db", "hash", search_feedback_docs=4)
-    async with open_runtime(settings) as rt:
-        memory = rt.memory.for_scope("chat")
-        await memory.remember_many([RememberMemoryRequest(text=text) for text in TEXTS])
-        request = SearchMemoryRequest(query="camping", mode="hybrid")
+    async with _camping(tmp_path / "overlap.db") as (rt, memory):
+        request = _CAMPING
         alone = await memory.search(request)
 
         store: Any = rt.store
@@ -124,11 +136,8 @@ async def test_the_vector_search_is_handed_to_its_thread_before_the_full_text_ch
 ) -> None:
     # A small scope's full-text search runs on the event loop without yielding: the vector
     # search must already be in its worker thread by then, or the two would not overlap.
-    settings = sqlite_settings(tmp_path / "order.db", "hash", search_feedback_docs=4)
-    async with open_runtime(settings) as rt:
-        memory = rt.memory.for_scope("chat")
-        await memory.remember_many([RememberMemoryRequest(text=text) for text in TEXTS])
-        request = SearchMemoryRequest(query="camping", mode="hybrid")
+    async with _camping(tmp_path / "order.db") as (rt, memory):
+        request = _CAMPING
         await memory.search(request)  # fills both caches
         store: Any = rt.store
         order: list[str] = []
