@@ -15,10 +15,11 @@ A route whose body or answer is not one JSON document (an NDJSON export or impor
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict, Unpack, get_type_hints
+from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel
 from starlette.requests import Request
@@ -129,33 +130,10 @@ def _served(
     )
 
 
-class _RowOptions(TypedDict, total=False):
-    title: str
-    """The MCP tool's title (default: from the operation's name)."""
-    tool_name: str
-    destructive: bool
-    scope: ScopeRule
-    inspector: View
-    """The inspector's JSON view, served at /ui/api/<its name> with the route's method."""
-    operation_id: str
-
-
-def _reads(
-    handler: Handler, route: str, errors: tuple[int, ...] = (), **options: Unpack[_RowOptions]
-) -> Operation:
-    return _one_tool(handler, route, errors, writes=False, **options)
-
-
-def _writes(
-    handler: Handler, route: str, errors: tuple[int, ...] = (), **options: Unpack[_RowOptions]
-) -> Operation:
-    return _one_tool(handler, route, errors, writes=True, **options)
-
-
 def _one_tool(
     handler: Handler,
     route: str,
-    errors: tuple[int, ...],
+    errors: tuple[int, ...] = (),
     *,
     writes: bool,
     title: str | None = None,
@@ -182,6 +160,10 @@ def _one_tool(
     return _served(
         handler, summary, writes=writes, http=http, tools=(tool,), scope=scope, inspector=view
     )
+
+
+_reads = functools.partial(_one_tool, writes=False)
+_writes = functools.partial(_one_tool, writes=True)
 
 
 def _method_and_path(route: str) -> tuple[Literal["GET", "POST"], str]:
