@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.metrics import MetricWrapperBase
 
 from powercontext.memory.models import RerankStatus
 from powercontext.memory.service import SearchObservation
@@ -12,11 +14,13 @@ from powercontext.memory.service import SearchObservation
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _RERANK_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+_Labelled = TypeVar("_Labelled", bound=MetricWrapperBase)
 
 
 class ServerMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self._children: dict[tuple[int, tuple[str, ...]], MetricWrapperBase] = {}
         self.requests = Counter(
             "powercontext_http_requests",
             "HTTP requests by route template, method and status.",
@@ -72,11 +76,11 @@ class ServerMetrics:
         self.vectors_pending.set_function(read)
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
-        self.requests.labels(route, method, str(status)).inc()
-        self.latency.labels(route, method).observe(seconds)
+        self._child(self.requests, route, method, str(status)).inc()
+        self._child(self.latency, route, method).observe(seconds)
 
     def observe_search(self, observation: SearchObservation) -> None:
-        self.searches.labels(observation.mode).inc()
+        self._child(self.searches, observation.mode).inc()
         if observation.reranked:
             self.reranks.inc()
             self.rerank_latency.observe(observation.rerank_latency_ms / 1000.0)
@@ -84,7 +88,17 @@ class ServerMetrics:
                 self.fallbacks.inc()
 
     def observe_rerank_status(self, status: RerankStatus) -> None:
-        self.rerank_status.labels(status).inc()
+        self._child(self.rerank_status, status).inc()
+
+    def _child(self, metric: _Labelled, *labels: str) -> _Labelled:
+        """`metric.labels(*labels)`, kept: `labels` takes a lock and builds its key on every
+        call, a few microseconds of every request. Labels are route templates, methods,
+        statuses and modes: a bounded set."""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child  # type: ignore[return-value]  # the child of `metric` is its type
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -58,10 +58,18 @@ def memory_ref(ref: MemoryRef | None) -> MemoryRefModel | None:
     return MemoryRefModel.model_validate(ref.model_dump()) if ref is not None else None
 
 
-def _hit_fields(hit: MemoryHit) -> dict[str, Any]:
-    """A hit in the wire shape; nested runtime models are read by attribute when validated."""
+def _hit_fields(hit: MemoryHit, refs: dict[MemoryRef, MemoryRefModel]) -> dict[str, Any]:
+    """A hit in the wire shape; nested runtime models are read by attribute when validated.
+
+    `refs`: the wire form of each revision already met. A page's hits share one, and a
+    model instance is taken as it is, where each hit's copy would be validated again."""
+    ref = refs.get(hit.memory_ref)
+    if ref is None:
+        ref = refs[hit.memory_ref] = MemoryRefModel.model_validate(
+            hit.memory_ref, from_attributes=True
+        )
     citation = {
-        "memory_ref": hit.memory_ref,
+        "memory_ref": ref,
         "entry_id": hit.entry_id,
         "entry_version_id": hit.entry_version_id,
     }
@@ -147,10 +155,11 @@ def search_response(
     status = page.rerank_status if report_status or include_rerank == "redacted" else None
     # One validation of the whole answer (attributes of the runtime models read in place)
     # costs about half of building and validating each hit's models one by one.
+    refs: dict[MemoryRef, MemoryRefModel] = {}
     fields = {
         "memory_ref": page.memory_ref,
         "mode": page.mode,
-        "hits": [_hit_fields(hit) for hit in page.hits],
+        "hits": [_hit_fields(hit, refs) for hit in page.hits],
         "rerank_status": status,
         "rerank": trace,
     }

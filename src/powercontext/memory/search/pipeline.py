@@ -229,13 +229,16 @@ class SearchPipeline:
             if request.min_similarity is None
             else request.min_similarity
         )
-        # Full-text admission and its feedback run read only the full-text channel, so that
-        # chain overlaps the vector search instead of following it. The vector search starts
-        # first: it hands its work to a thread at once, while a small scope's full-text search
-        # may run on the loop without yielding (storage.sqlite.store).
-        vector_found, fts_admitted = await asyncio.gather(
-            self._vector(scope_id, head, plan), self._fts_admitted(scope_id, head, plan)
-        )
+        if self._runs_vector(plan):
+            # Full-text admission and its feedback run read only the full-text channel, so
+            # that chain overlaps the vector search instead of following it. The vector
+            # search starts first: it hands its work to a thread at once, while a small
+            # scope's full-text search may run on the loop without yielding (storage.sqlite).
+            vector_found, fts_admitted = await asyncio.gather(
+                self._vector(scope_id, head, plan), self._fts_admitted(scope_id, head, plan)
+            )
+        else:  # nothing to overlap: no task to create and schedule
+            vector_found, fts_admitted = [], await self._fts_admitted(scope_id, head, plan)
         vector_admitted = admit((), vector_found, (), min_similarity=floor)
         admitted = Admission(
             fts_found=fts_admitted.fts_found,
@@ -311,6 +314,10 @@ class SearchPipeline:
             where=plan.request.filter,
         )
         return await self._store.fts_candidates(query)
+
+    def _runs_vector(self, plan: QueryPlan) -> bool:
+        embedder = self._service.embedder
+        return plan.vector is not None and embedder is not None and uses_vector(plan.mode)
 
     async def _vector(self, scope_id: str, head: int, plan: QueryPlan) -> list[VectorCandidate]:
         embedder = self._service.embedder
