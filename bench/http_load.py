@@ -204,6 +204,8 @@ async def load(
         for client in clients:
             await client.aclose()
     ordered = sorted(latencies)
+    server_ms = _per_request(server_cpu, len(latencies))
+    client_ms = _per_request(client_cpu, len(latencies))
     return {
         "concurrency": concurrency,
         "requests": len(latencies),
@@ -214,8 +216,13 @@ async def load(
         "p95_ms": round(_percentile(ordered, 0.95), 2),
         "p99_ms": round(_percentile(ordered, 0.99), 2),
         "mean_ms": round(statistics.fmean(ordered), 2) if ordered else None,
-        "server_cpu_ms_per_request": _per_request(server_cpu, len(latencies)),
-        "client_cpu_ms_per_request": _per_request(client_cpu, len(latencies)),
+        "server_cpu_ms_per_request": server_ms,
+        "client_cpu_ms_per_request": client_ms,
+        # The client's work per request is the same code in every run, so this ratio moves
+        # with the server's code and not with the shared machine's speed of the moment.
+        "server_per_client_cpu": (
+            round(server_ms / client_ms, 3) if server_ms is not None and client_ms else None
+        ),
     }
 
 
