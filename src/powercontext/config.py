@@ -128,6 +128,10 @@ class RuntimeConfig(_Group):
     entries as among the other full-text candidates: a scope's common words say nothing about
     the question's topic, and a second run over one ranks a large share of the scope (0: no
     such rule, the behaviour before)."""
+    search_feedback_max_scope_share: float = Field(default=0.2, ge=0.0, le=1.0)
+    """An expansion term held in their own text by more than this share of the scope's
+    entries is left out of the second full-text run: it names no topic, and a run over it
+    scores most of the scope (1: no such rule, the behaviour before)."""
     search_vector_feedback_docs: int = Field(default=0, ge=0, le=10)
     """Query expansion in the vector channel: the text of the first N admitted full-text
     entries joins the question in a second query embedding (0: off; one more embedding and

@@ -170,3 +170,29 @@ async def test_cjk_and_accented_tokens_match(store: MemoryStore, text: str, quer
 async def test_revisions_outside_the_scope_history_have_no_candidates(store: MemoryStore) -> None:
     await store.commit(CommitRequest("s", None, [add("word")]))
     assert await store.fts_candidates(FtsQuery("s", 0, ["word"], limit=10)) == []
+
+
+async def test_a_term_most_of_the_scope_holds_is_left_out_on_request(
+    store: MemoryStore,
+) -> None:
+    """FtsQuery.max_term_share (full-text feedback's expansion run): a term held in its own
+    field by more than that share of the scope's versions does not count; the rest do."""
+    texts = [
+        "harbor lantern",
+        "harbor lantern glow",
+        *(f"harbor {word}" for word in ("boats", "fog", "gulls", "rain")),
+        "quiet street",
+        "empty field",
+    ]
+    result = await store.commit(CommitRequest("s", None, [add(t) for t in texts]))
+    terms = list(query_terms("harbor lantern"))  # harbor: 6 of 8 versions, lantern: 2
+
+    async def found(share: float | None, wanted: list[str] = terms) -> set[int]:
+        query = FtsQuery("s", 1, wanted, limit=10, max_term_share=share)
+        return set(_keys(await store.fts_candidates(query)))
+
+    assert await found(None) == set(result.keys[:6])
+    assert await found(1.0) == set(result.keys[:6])
+    assert await found(0.75) == set(result.keys[:6])  # at the share: still counted
+    assert await found(0.5) == set(result.keys[:2])
+    assert await found(0.5, list(query_terms("harbor"))) == set()

@@ -37,10 +37,16 @@ async def _camping(path: Path) -> AsyncIterator[tuple[Any, ScopedMemory]]:
 _CAMPING = SearchMemoryRequest(query="camping", mode="hybrid")
 
 
-async def _found(path: Path, query: str, mode: str, **runtime: object) -> list[str]:
+# Other topics: with them a topic word of TEXTS is held by a small share of the scope.
+OTHERS = [f"Note {i}: the budget review moved to week {i}." for i in range(20)]
+
+
+async def _found(
+    path: Path, query: str, mode: str, texts: list[str] = TEXTS, **runtime: object
+) -> list[str]:
     async with open_runtime(sqlite_settings(path, "hash", **runtime)) as rt:
         memory = rt.memory.for_scope("chat")
-        await memory.remember_many([RememberMemoryRequest(text=text) for text in TEXTS])
+        await memory.remember_many([RememberMemoryRequest(text=text) for text in texts])
         page = await memory.search(SearchMemoryRequest(query=query, mode=mode))  # type: ignore[arg-type]
         return [hit.text for hit in page.hits]
 
@@ -48,12 +54,31 @@ async def _found(path: Path, query: str, mode: str, **runtime: object) -> list[s
 async def test_full_text_feedback_finds_the_entry_that_shares_the_topic_not_the_words(
     tmp_path: Path,
 ) -> None:
-    without = await _found(tmp_path / "off.db", "camping", "fts", search_feedback_docs=0)
+    scope = TEXTS + OTHERS
+    without = await _found(tmp_path / "off.db", "camping", "fts", scope, search_feedback_docs=0)
     assert sorted(without) == sorted(CAMPING)
-    # Every match is read as relevant; tent and marshmallows are in two of them, and in at
-    # most half the candidates: the third tent entry joins behind the question's matches.
-    found = await _found(tmp_path / "on.db", "camping", "fts", search_feedback_docs=4)
+    # Every match is read as relevant; tent and marshmallows are in two of them, in at most
+    # half the candidates and in 3 of the scope's 26 entries: the third tent entry joins
+    # behind the question's matches.
+    found = await _found(tmp_path / "on.db", "camping", "fts", scope, search_feedback_docs=4)
     assert sorted(found[:4]) == sorted(CAMPING)
+    assert found[4:] == [TEXTS[2]]
+
+
+async def test_full_text_feedback_leaves_out_words_much_of_the_scope_holds(
+    tmp_path: Path,
+) -> None:
+    """In TEXTS alone, tent and marshmallows are in half the scope: above the default share
+    (search_feedback_max_scope_share 0.2), no expansion term is left and nothing joins."""
+    found = await _found(tmp_path / "six.db", "camping", "fts", search_feedback_docs=4)
+    assert sorted(found) == sorted(CAMPING)
+    found = await _found(
+        tmp_path / "any.db",
+        "camping",
+        "fts",
+        search_feedback_docs=4,
+        search_feedback_max_scope_share=1.0,
+    )
     assert found[4:] == [TEXTS[2]]
 
 

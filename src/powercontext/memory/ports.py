@@ -184,6 +184,11 @@ class FtsQuery(RevisionQuery):
     terms: Sequence[str]
     _: KW_ONLY
     fields: FieldWeights | None = None
+    max_term_share: float | None = None
+    """Terms held in their own field by more than this share of the scope's versions are left
+    out (None: every term counts). Read from the statistics the backend keeps for BM25 (the
+    head's on PostgreSQL, the cached rows' on SQLite); SQLite's `fts5` comparison mode keeps
+    none and ignores it."""
 
 
 @dataclass(frozen=True, slots=True)

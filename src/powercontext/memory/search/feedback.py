@@ -51,6 +51,12 @@ class FeedbackConfig:
     other candidates: a word no more frequent where the question matched best than elsewhere
     in the channel's list (a common word of the scope) says nothing about its topic, and a
     second run over it would rank a large share of the scope by length (0: no such rule)."""
+    max_scope_share: float = 0.2
+    """...and is left out of the second run when more than this share of the scope's entries
+    hold it in their own text: such a word names no topic (it passed the rules above only
+    because the question's matches hold it too), and a run over it scores most of the scope.
+    The store applies it (FtsQuery.max_term_share), from the statistics it keeps (1: no
+    such rule)."""
 
     @property
     def enabled(self) -> bool:

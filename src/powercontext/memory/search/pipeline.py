@@ -263,7 +263,12 @@ class SearchPipeline:
         config, floor_score = self._config, plan.request.min_score
 
         async def fts_again(expansion: list[str]) -> list[FtsCandidate]:
-            found = await self._fts(scope_id, head, replace(plan, terms=tuple(expansion)))
+            found = await self._fts(
+                scope_id,
+                head,
+                replace(plan, terms=tuple(expansion)),
+                max_term_share=config.feedback.max_scope_share,
+            )
             return [c for c in found if floor_score is None or c.score >= floor_score]
 
         found = await self._fts(scope_id, head, plan)
@@ -302,7 +307,9 @@ class SearchPipeline:
         )
         return replace(admitted, keys={"fts": admitted.keys["fts"], "vector": vector_keys})
 
-    async def _fts(self, scope_id: str, head: int, plan: QueryPlan) -> list[FtsCandidate]:
+    async def _fts(
+        self, scope_id: str, head: int, plan: QueryPlan, *, max_term_share: float | None = None
+    ) -> list[FtsCandidate]:
         if not uses_fts(plan.mode) or not plan.terms:
             return []
         query = FtsQuery(
@@ -312,6 +319,7 @@ class SearchPipeline:
             limit=plan.per_channel,
             fields=self._config.fields,
             where=plan.request.filter,
+            max_term_share=max_term_share,
         )
         return await self._store.fts_candidates(query)
 

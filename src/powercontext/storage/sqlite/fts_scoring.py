@@ -127,9 +127,15 @@ class ScopeScoring:
         limit: int,
         fields: FieldWeights,
         allowed: npt.NDArray[np.int64] | None = None,
+        max_share: float | None = None,
     ) -> list[FtsCandidate]:
         """The best `limit` versions active at `revision` (and among the `allowed` keys, when
-        a filter gave some), best first (ties by key)."""
+        a filter gave some), best first (ties by key); a term held in its own field by more
+        than `max_share` of the rows is left out (FtsQuery.max_term_share)."""
+        if max_share is not None:
+            own = bm25.scored_fields(fields)[0].prefix
+            most = max_share * self.size
+            terms = [t for t in terms if (p := self.terms.get(own + t)) is None or p.size <= most]
         found = [w for t in dict.fromkeys(terms) if (w := self._term_weights(t, fields))]
         if not found or limit <= 0:
             return []

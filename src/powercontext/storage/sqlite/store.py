@@ -186,11 +186,14 @@ class SqliteMemoryStore:
         postings = self._terms.get(query.scope_id)
         allowed = await self._filtered_keys(query)
         fields = query.fields or FieldWeights()
+        share = query.max_term_share
 
         def work(conn: sqlite3.Connection) -> list[FtsCandidate]:
             with postings.lock:
                 postings.refresh(conn)
-                return postings.search(query.revision, wanted.terms, query.limit, fields, allowed)
+                return postings.search(
+                    query.revision, wanted.terms, query.limit, fields, allowed, share
+                )
 
         def at_once(conn: sqlite3.Connection) -> list[FtsCandidate]:
             # Only a cache with nothing to read: catching up may take long, and takes a thread.
@@ -199,7 +202,9 @@ class SqliteMemoryStore:
             try:
                 if not postings.is_current(conn):
                     raise WouldWait
-                return postings.search(query.revision, wanted.terms, query.limit, fields, allowed)
+                return postings.search(
+                    query.revision, wanted.terms, query.limit, fields, allowed, share
+                )
             finally:
                 postings.lock.release()
 
