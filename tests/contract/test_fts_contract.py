@@ -177,13 +177,8 @@ async def test_a_term_most_of_the_scope_holds_is_left_out_on_request(
 ) -> None:
     """FtsQuery.max_term_share (full-text feedback's expansion run): a term held in its own
     field by more than that share of the scope's versions does not count; the rest do."""
-    texts = [
-        "harbor lantern",
-        "harbor lantern glow",
-        *(f"harbor {word}" for word in ("boats", "fog", "gulls", "rain")),
-        "quiet street",
-        "empty field",
-    ]
+    harbor = [f"harbor {word}" for word in ("lantern", "lantern glow", "boats", "fog", "gulls")]
+    texts = [*harbor, "harbor rain", "quiet street", "empty field"]
     result = await store.commit(CommitRequest("s", None, [add(t) for t in texts]))
     terms = list(query_terms("harbor lantern"))  # harbor: 6 of 8 versions, lantern: 2
 
