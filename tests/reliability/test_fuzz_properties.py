@@ -59,6 +59,9 @@ def reference_rrf(
 )
 @example(fts=[1, 1, 2], vector=[2, 1], limit=5, k=60, w_fts=1.0, w_vector=1.0, reverse=False)
 @example(fts=[3], vector=[4], limit=1, k=1, w_fts=0.0, w_vector=0.0, reverse=True)
+# One channel: fused in its own order (fusion._one_channel) unless weighted 0 (ties by key).
+@example(fts=[5, 3, 5, 9], vector=[], limit=2, k=20, w_fts=0.7, w_vector=1.0, reverse=False)
+@example(fts=[], vector=[9, 2, 7], limit=5, k=1, w_fts=1.0, w_vector=0.0, reverse=True)
 def test_rrf_matches_its_definition(
     fts: list[int],
     vector: list[int],

@@ -42,6 +42,12 @@ def fuse_rrf(
 
     A key listed twice in one channel counts at its best rank only.
     """
+    present = [channel for channel in CHANNEL_ORDER if channels.get(channel)]
+    if len(present) == 1 and limit > 0:
+        (channel,) = present
+        weight = 1.0 if weights is None else weights.get(channel, 1.0)
+        if weight > 0:
+            return _one_channel(channels[channel], channel, weight, k, limit)
     scores: dict[int, float] = {}
     matched: dict[int, list[Channel]] = {}
     for channel in CHANNEL_ORDER:
@@ -59,6 +65,23 @@ def fuse_rrf(
     # Best first, ties by the smaller key: a stable sort by score of the keys in key order.
     ordered = sorted(sorted(scores), key=scores.__getitem__, reverse=True)[:limit]
     return [FusedCandidate(key, scores[key], tuple(matched[key])) for key in ordered]
+
+
+def _one_channel(
+    keys: Sequence[int], channel: Channel, weight: float, k: int, limit: int
+) -> list[FusedCandidate]:
+    """`fuse_rrf` of one channel weighted above 0: its scores fall with the rank, so its own
+    order is the fused one (no tie to break, no sort; an fts-only search fuses this way)."""
+    fused: list[FusedCandidate] = []
+    seen: set[int] = set()
+    for rank, key in enumerate(keys, start=1):
+        if key in seen:
+            continue
+        seen.add(key)
+        fused.append(FusedCandidate(key, weight / (k + rank), (channel,)))
+        if len(fused) == limit:
+            break
+    return fused
 
 
 def channel_scores(
