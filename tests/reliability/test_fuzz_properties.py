@@ -62,6 +62,7 @@ def reference_rrf(
 # One channel: fused in its own order (fusion._one_channel) unless weighted 0 (ties by key).
 @example(fts=[5, 3, 5, 9], vector=[], limit=2, k=20, w_fts=0.7, w_vector=1.0, reverse=False)
 @example(fts=[], vector=[9, 2, 7], limit=5, k=1, w_fts=1.0, w_vector=0.0, reverse=True)
+@example(fts=[9, 3, 7], vector=[], limit=3, k=1, w_fts=5e-324, w_vector=1.0, reverse=False)
 def test_rrf_matches_its_definition(
     fts: list[int],
     vector: list[int],

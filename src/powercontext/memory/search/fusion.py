@@ -46,8 +46,8 @@ def fuse_rrf(
     if len(present) == 1 and limit > 0:
         (channel,) = present
         weight = 1.0 if weights is None else weights.get(channel, 1.0)
-        if weight > 0:
-            return _one_channel(channels[channel], channel, weight, k, limit)
+        if weight > 0 and (alone := _one_channel(channels[channel], channel, weight, k, limit)):
+            return alone
     scores: dict[int, float] = {}
     matched: dict[int, list[Channel]] = {}
     for channel in CHANNEL_ORDER:
@@ -69,16 +69,20 @@ def fuse_rrf(
 
 def _one_channel(
     keys: Sequence[int], channel: Channel, weight: float, k: int, limit: int
-) -> list[FusedCandidate]:
+) -> list[FusedCandidate] | None:
     """`fuse_rrf` of one channel weighted above 0: its scores fall with the rank, so its own
-    order is the fused one (no tie to break, no sort; an fts-only search fuses this way)."""
+    order is the fused one (no tie to break, no sort; an fts-only search fuses this way).
+    None when two ranks' scores round to one float (a weight near 0): ties go by key."""
     fused: list[FusedCandidate] = []
     seen: set[int] = set()
     for rank, key in enumerate(keys, start=1):
         if key in seen:
             continue
         seen.add(key)
-        fused.append(FusedCandidate(key, weight / (k + rank), (channel,)))
+        score = weight / (k + rank)
+        if fused and score >= fused[-1].score:
+            return None
+        fused.append(FusedCandidate(key, score, (channel,)))
         if len(fused) == limit:
             break
     return fused
