@@ -24,9 +24,11 @@ from powercontext.cli.memory_options import (
     Connection,
     ExpectedRevision,
     FilterOption,
+    OccurredAt,
     Reason,
     Scope,
     SearchOptions,
+    Thread,
     batch_search_options,
     filter_object,
     memory_command,
@@ -52,12 +54,8 @@ def remember(
     metadata: Annotated[str | None, typer.Option(help="A JSON object.")] = None,
     expected_revision: ExpectedRevision = None,
     reason: Reason = None,
-    thread: Annotated[
-        str | None, typer.Option(help="The conversation, session or document it belongs to.")
-    ] = None,
-    occurred_at: Annotated[
-        str | None, typer.Option(help="When the event happened (ISO 8601; default: now).")
-    ] = None,
+    thread: Thread = None,
+    occurred_at: OccurredAt = None,
     *,
     connection: Connection,
 ) -> None:

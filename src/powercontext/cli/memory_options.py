@@ -60,6 +60,12 @@ ExpectedRevision = Annotated[
     int | None, typer.Option(help="Refuse unless the scope is at this revision.")
 ]
 Reason = Annotated[str | None, typer.Option(help="Recorded in the change log.")]
+Thread = Annotated[
+    str | None, typer.Option(help="The conversation, session or document it belongs to.")
+]
+OccurredAt = Annotated[
+    str | None, typer.Option(help="When the event happened (ISO 8601; default: now).")
+]
 SearchRevision = Annotated[
     int | None, typer.Option(min=1, help="Search as of this revision (default the head).")
 ]
