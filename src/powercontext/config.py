@@ -132,6 +132,11 @@ class RuntimeConfig(_Group):
     """An expansion term held in their own text by more than this share of the scope's
     entries is left out of the second full-text run: it names no topic, and a run over it
     scores most of the scope (1: no such rule, the behaviour before)."""
+    search_feedback_max_scope_entries: int = Field(default=2_000, ge=0, le=100_000_000)
+    """...and so is one held in their own text by more than this many entries, whatever the
+    scope's size: it bounds the second run's work in a large scope, where a share is still a
+    long posting list (0: no such rule). Scopes of up to 10,000 entries never reach it
+    before the share does."""
     search_vector_feedback_docs: int = Field(default=0, ge=0, le=10)
     """Query expansion in the vector channel: the text of the first N admitted full-text
     entries joins the question in a second query embedding (0: off; one more embedding and

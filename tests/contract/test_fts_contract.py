@@ -191,3 +191,24 @@ async def test_a_term_most_of_the_scope_holds_is_left_out_on_request(
     assert await found(0.75) == set(result.keys[:6])  # at the share: still counted
     assert await found(0.5) == set(result.keys[:2])
     assert await found(0.5, list(query_terms("harbor"))) == set()
+
+
+async def test_a_term_more_entries_hold_than_a_bound_is_left_out_on_request(
+    store: MemoryStore,
+) -> None:
+    """FtsQuery.max_term_entries: the same rule with a count of versions, whatever the scope's
+    size; with a share as well, the tighter of the two applies."""
+    texts = [f"harbor {word}" for word in ("lantern", "lantern glow", "boats", "fog")]
+    result = await store.commit(CommitRequest("s", None, [add(t) for t in [*texts, "street"]]))
+    terms = list(query_terms("harbor lantern"))  # harbor: 4 of 5 versions, lantern: 2
+
+    async def found(entries: int | None, share: float | None = None) -> set[int]:
+        query = FtsQuery("s", 1, terms, limit=10, max_term_entries=entries, max_term_share=share)
+        return set(_keys(await store.fts_candidates(query)))
+
+    assert await found(None) == set(result.keys[:4])
+    assert await found(4) == set(result.keys[:4])  # at the bound: still counted
+    assert await found(3) == set(result.keys[:2])
+    assert await found(1) == set()
+    assert await found(10, share=0.6) == set(result.keys[:2])  # 0.6 x 5 = 3 is tighter
+    assert await found(3, share=1.0) == set(result.keys[:2])

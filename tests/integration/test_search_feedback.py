@@ -65,6 +65,25 @@ async def test_full_text_feedback_finds_the_entry_that_shares_the_topic_not_the_
     assert found[4:] == [TEXTS[2]]
 
 
+async def test_full_text_feedback_leaves_out_words_more_entries_hold_than_the_bound(
+    tmp_path: Path,
+) -> None:
+    """search_feedback_max_scope_entries bounds the same rule by a count: tent and
+    marshmallows are in 3 of the 26 entries, a share the default allows."""
+    scope = TEXTS + OTHERS
+    for entries, joined in ((3, [TEXTS[2]]), (2, []), (0, [TEXTS[2]])):
+        found = await _found(
+            tmp_path / f"bound{entries}.db",
+            "camping",
+            "fts",
+            scope,
+            search_feedback_docs=4,
+            search_feedback_max_scope_entries=entries,
+        )
+        assert sorted(found[:4]) == sorted(CAMPING), entries
+        assert found[4:] == joined, entries
+
+
 async def test_full_text_feedback_leaves_out_words_much_of_the_scope_holds(
     tmp_path: Path,
 ) -> None:

@@ -189,6 +189,17 @@ class FtsQuery(RevisionQuery):
     out (None: every term counts). Read from the statistics the backend keeps for BM25 (the
     head's on PostgreSQL, the cached rows' on SQLite); SQLite's `fts5` comparison mode keeps
     none and ignores it."""
+    max_term_entries: int | None = None
+    """...and so are terms held in their own field by more than this many versions, whatever
+    the scope's size (None: no such bound)."""
+
+    def term_ceiling(self, versions: int) -> float | None:
+        """The most versions of a scope of `versions` that may hold a term in its own field
+        for it to count (None: every term counts)."""
+        bounds = [self.max_term_share * versions] if self.max_term_share is not None else []
+        if self.max_term_entries is not None:
+            bounds.append(self.max_term_entries)
+        return min(bounds, default=None)
 
 
 @dataclass(frozen=True, slots=True)

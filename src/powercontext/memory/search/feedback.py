@@ -57,6 +57,11 @@ class FeedbackConfig:
     because the question's matches hold it too), and a run over it scores most of the scope.
     The store applies it (FtsQuery.max_term_share), from the statistics it keeps (1: no
     such rule)."""
+    max_scope_entries: int = 2_000
+    """...or when more than this many of the scope's entries hold it in their own text,
+    whatever the scope's size: in a large scope a share still means a long posting list,
+    and the second run scores every entry on it. A bound on that run's work, as Lucene's
+    MoreLikeThis bounds its terms' document frequency (0: no such rule)."""
 
     @property
     def enabled(self) -> bool:

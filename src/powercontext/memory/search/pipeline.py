@@ -268,6 +268,7 @@ class SearchPipeline:
                 head,
                 replace(plan, terms=tuple(expansion)),
                 max_term_share=config.feedback.max_scope_share,
+                max_term_entries=config.feedback.max_scope_entries or None,
             )
             return [c for c in found if floor_score is None or c.score >= floor_score]
 
@@ -308,7 +309,13 @@ class SearchPipeline:
         return replace(admitted, keys={"fts": admitted.keys["fts"], "vector": vector_keys})
 
     async def _fts(
-        self, scope_id: str, head: int, plan: QueryPlan, *, max_term_share: float | None = None
+        self,
+        scope_id: str,
+        head: int,
+        plan: QueryPlan,
+        *,
+        max_term_share: float | None = None,
+        max_term_entries: int | None = None,
     ) -> list[FtsCandidate]:
         if not uses_fts(plan.mode) or not plan.terms:
             return []
@@ -320,6 +327,7 @@ class SearchPipeline:
             fields=self._config.fields,
             where=plan.request.filter,
             max_term_share=max_term_share,
+            max_term_entries=max_term_entries,
         )
         return await self._store.fts_candidates(query)
 

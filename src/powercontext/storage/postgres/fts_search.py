@@ -40,9 +40,9 @@ async def candidates(conn: AsyncConnection[TupleRow], query: FtsQuery) -> list[F
         return []
     head, active, own_total, context_total = (int(value) for value in stats[0][:4])
     frequencies = {row[4]: int(row[5]) for row in stats if row[4] is not None}
-    if query.max_term_share is not None:
-        # The head's statistics, whatever the revision searched: a share, not a score.
-        most = query.max_term_share * active
+    most = query.term_ceiling(active)
+    if most is not None:
+        # The head's statistics, whatever the revision searched: a bound, not a score.
         base = [t for t in base if frequencies.get(t, 0) <= most]  # the own field's lexeme
         if not base:
             return []

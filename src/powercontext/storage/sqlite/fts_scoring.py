@@ -8,7 +8,7 @@ ones take one vectorized pass over every row (dense); both give the same floats.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -127,14 +127,14 @@ class ScopeScoring:
         limit: int,
         fields: FieldWeights,
         allowed: npt.NDArray[np.int64] | None = None,
-        max_share: float | None = None,
+        term_ceiling: Callable[[int], float | None] | None = None,
     ) -> list[FtsCandidate]:
         """The best `limit` versions active at `revision` (and among the `allowed` keys, when
         a filter gave some), best first (ties by key); a term held in its own field by more
-        than `max_share` of the rows is left out (FtsQuery.max_term_share)."""
-        if max_share is not None:
+        rows than `term_ceiling(rows)` is left out (FtsQuery.term_ceiling)."""
+        most = term_ceiling(self.size) if term_ceiling is not None else None
+        if most is not None:
             own = bm25.scored_fields(fields)[0].prefix
-            most = max_share * self.size
             terms = [t for t in terms if (p := self.terms.get(own + t)) is None or p.size <= most]
         found = [w for t in dict.fromkeys(terms) if (w := self._term_weights(t, fields))]
         if not found or limit <= 0:

@@ -186,13 +186,13 @@ class SqliteMemoryStore:
         postings = self._terms.get(query.scope_id)
         allowed = await self._filtered_keys(query)
         fields = query.fields or FieldWeights()
-        share = query.max_term_share
+        ceiling = query.term_ceiling
 
         def work(conn: sqlite3.Connection) -> list[FtsCandidate]:
             with postings.lock:
                 postings.refresh(conn)
                 return postings.search(
-                    query.revision, wanted.terms, query.limit, fields, allowed, share
+                    query.revision, wanted.terms, query.limit, fields, allowed, ceiling
                 )
 
         def at_once(conn: sqlite3.Connection) -> list[FtsCandidate]:
@@ -203,7 +203,7 @@ class SqliteMemoryStore:
                 if not postings.is_current(conn):
                     raise WouldWait
                 return postings.search(
-                    query.revision, wanted.terms, query.limit, fields, allowed, share
+                    query.revision, wanted.terms, query.limit, fields, allowed, ceiling
                 )
             finally:
                 postings.lock.release()
