@@ -21,10 +21,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from powercontext.memory.ports import FtsCandidate
+from powercontext.memory.ports import FtsCandidate, FtsQuery
 from powercontext.memory.search.admission import Admission, admit
 from powercontext.memory.search.analyze import AnalyzerConfig, analyze
 from powercontext.memory.search.fields import PREFIXES
@@ -66,6 +66,16 @@ class FeedbackConfig:
     @property
     def enabled(self) -> bool:
         return self.docs > 0 and self.terms > 0 and self.weight > 0
+
+
+def bounded(query: FtsQuery, config: FeedbackConfig) -> FtsQuery:
+    """The expansion run's query: the terms more of the scope holds than `config` allows are
+    left out by the store (max_scope_share, max_scope_entries)."""
+    return replace(
+        query,
+        max_term_share=config.max_scope_share,
+        max_term_entries=config.max_scope_entries or None,
+    )
 
 
 @lru_cache(maxsize=8)

@@ -45,7 +45,7 @@ from powercontext.memory.rerank.deadline import search_deadline
 from powercontext.memory.search.admission import Admission, admit
 from powercontext.memory.search.analyze import analyze, query_terms
 from powercontext.memory.search.candidates import CandidateChoice
-from powercontext.memory.search.feedback import feed_back
+from powercontext.memory.search.feedback import FeedbackConfig, bounded, feed_back
 from powercontext.memory.search.fields import SPEAKER_PREFIX
 from powercontext.memory.search.fusion import FusedCandidate, channel_scores, fuse_rrf
 from powercontext.memory.search.modes import (
@@ -267,8 +267,7 @@ class SearchPipeline:
                 scope_id,
                 head,
                 replace(plan, terms=tuple(expansion)),
-                max_term_share=config.feedback.max_scope_share,
-                max_term_entries=config.feedback.max_scope_entries or None,
+                bounded_by=config.feedback,
             )
             return [c for c in found if floor_score is None or c.score >= floor_score]
 
@@ -309,14 +308,10 @@ class SearchPipeline:
         return replace(admitted, keys={"fts": admitted.keys["fts"], "vector": vector_keys})
 
     async def _fts(
-        self,
-        scope_id: str,
-        head: int,
-        plan: QueryPlan,
-        *,
-        max_term_share: float | None = None,
-        max_term_entries: int | None = None,
+        self, scope_id: str, head: int, plan: QueryPlan, bounded_by: FeedbackConfig | None = None
     ) -> list[FtsCandidate]:
+        """The full-text channel's candidates; an expansion run (`bounded_by` feedback's
+        config) leaves out the terms too much of the scope holds."""
         if not uses_fts(plan.mode) or not plan.terms:
             return []
         query = FtsQuery(
@@ -326,9 +321,9 @@ class SearchPipeline:
             limit=plan.per_channel,
             fields=self._config.fields,
             where=plan.request.filter,
-            max_term_share=max_term_share,
-            max_term_entries=max_term_entries,
         )
+        if bounded_by is not None:
+            query = bounded(query, bounded_by)
         return await self._store.fts_candidates(query)
 
     def _runs_vector(self, plan: QueryPlan) -> bool:
