@@ -24,9 +24,16 @@ def conversation():
 
 
 def test_turn_text_carries_speaker_and_caption() -> None:
-    plain = Turn("D1:1", 1, 0, "Alice", "Hello there.")
+    plain = Turn(dia_id="D1:1", session=1, position=0, speaker="Alice", text="Hello there.")
     assert turn_text(plain) == "Alice: Hello there."
-    shared = Turn("D1:2", 1, 1, "Bob", "Look!", caption="a photo of a cat")
+    shared = Turn(
+        dia_id="D1:2",
+        session=1,
+        position=1,
+        speaker="Bob",
+        text="Look!",
+        caption="a photo of a cat",
+    )
     assert turn_text(shared) == "Bob: Look! and shared a photo of a cat."
 
 
@@ -63,7 +70,10 @@ def test_session_granularity_one_entry_per_session(conversation) -> None:
 
 
 def test_an_oversized_session_is_split_into_consecutive_chunks(conversation) -> None:
-    turns = tuple(Turn(f"D7:{i}", 7, i - 1, "Alice", "x" * 90) for i in range(1, 5))
+    turns = tuple(
+        Turn(dia_id=f"D7:{i}", session=7, position=i - 1, speaker="Alice", text="x" * 90)
+        for i in range(1, 5)
+    )
     session = Session(7, "today", turns)
     # each line is "Alice: " + 90 x = 97 bytes + newline = 98; a 200-byte budget fits 2
     parts = session_requests(conversation, session, budget=200)
@@ -73,7 +83,9 @@ def test_an_oversized_session_is_split_into_consecutive_chunks(conversation) -> 
 
 
 def test_a_single_turn_longer_than_the_bound_is_cut(conversation) -> None:
-    session = Session(8, None, (Turn("D8:1", 8, 0, "Bob", "é" * 5000),))
+    session = Session(
+        8, None, (Turn(dia_id="D8:1", session=8, position=0, speaker="Bob", text="é" * 5000),)
+    )
     [request] = session_requests(conversation, session)
     assert len(request.text.encode()) <= MAX_TEXT_BYTES
 

@@ -36,8 +36,10 @@ class DatasetError(ValueError):
     """The file is not in the LoCoMo format (as opposed to a quirk that can be counted)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Turn:
+    """One turn of a session. Keyword-only: its two ints and three strs are easy to swap."""
+
     dia_id: str
     session: int
     position: int
