@@ -111,6 +111,12 @@ class RuntimeConfig(_Group):
     """0.7 since issue 17: with thread context the full-text channel weighs each neighbour's
     word by field (BM25F), while the vector blends the neighbourhood in; on LoCoMo the lower
     vector weight raised R@10 on the tuning and the held-out conversations alike."""
+    search_fts_common_term_entries: int = Field(default=5_000, ge=0, le=100_000_000)
+    """Full-text channel: a question's term held in their own text by more than this many
+    entries of the scope finds no entry by itself; it adds to the scores of the entries that
+    hold one of the question's rarer terms (the rarest always finds entries). It bounds the
+    work of a question of common words in a large scope; a scope of up to this many entries
+    gets the exact BM25 top (0: exact in every scope)."""
     search_field_weight_context: float = Field(default=0.5, ge=0.0, le=10.0)
     """Full-text channel (BM25F): a neighbour's word against the entry's own word (1.0)."""
     search_field_weight_speaker: float = Field(default=0.5, ge=0.0, le=10.0)

@@ -96,6 +96,7 @@ def search_config(settings: ServerSettings) -> SearchConfig:
         max_batch_queries=runtime.max_batch_queries,
         analyzer=_from_settings(AnalyzerConfig, runtime, "analyzer_"),
         participant_boost=runtime.search_participant_boost,
+        fts_common_term_entries=runtime.search_fts_common_term_entries,
         feedback=_from_settings(FeedbackConfig, runtime, "search_feedback_"),
         vector_feedback=_from_settings(VectorFeedbackConfig, runtime, "search_vector_feedback_"),
         fields=_from_settings(FieldWeights, runtime, "search_field_weight_"),

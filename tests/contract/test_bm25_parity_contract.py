@@ -58,21 +58,26 @@ async def stores(tmp_path: Path) -> AsyncIterator[tuple[MemoryStore, MemoryStore
 
 
 async def _ranked(
-    store: MemoryStore, terms: list[str], limit: int, fields: FieldWeights
+    store: MemoryStore, terms: list[str], limit: int, fields: FieldWeights, common: int | None
 ) -> list[tuple[int, float]]:
     """(position in the corpus, score) best first: positions, since the keys differ."""
     found: list[FtsCandidate] = await store.fts_candidates(
-        FtsQuery("s", 3, terms, limit=limit, fields=fields)
+        FtsQuery("s", 3, terms, limit=limit, fields=fields, common_term_entries=common)
     )
     versions = await store.fetch_versions("s", [c.key for c in found])
     return [(int(versions[c.key].text.split("#")[1]), c.score) for c in found]
 
 
-@pytest.mark.parametrize("first_pass_budget", [4096, 8], ids=["one-pass", "two-pass"])
+@pytest.mark.parametrize(
+    ("first_pass_budget", "common"),
+    [(4096, None), (8, None), (8, 30)],
+    ids=["one-pass", "two-pass", "two-pass-common-terms"],
+)
 async def test_the_same_corpus_ranks_alike_on_sqlite_and_postgresql(
     stores: tuple[MemoryStore, MemoryStore],
     monkeypatch: pytest.MonkeyPatch,
     first_pass_budget: int,
+    common: int | None,
 ) -> None:
     # A tiny budget sends PostgreSQL through its second pass; the ranking must not change.
     monkeypatch.setattr(fulltext, "FIRST_PASS_DF_BUDGET", first_pass_budget)
@@ -88,8 +93,8 @@ async def test_the_same_corpus_ranks_alike_on_sqlite_and_postgresql(
     for fields in (FieldWeights(), FieldWeights(context=0.0, speaker=0.0)):
         for terms in queries:
             limit = rng.choice([5, 20, 60])
-            sqlite = await _ranked(stores[0], terms, limit, fields)
-            postgres = await _ranked(stores[1], terms, limit, fields)
+            sqlite = await _ranked(stores[0], terms, limit, fields, common)
+            postgres = await _ranked(stores[1], terms, limit, fields, common)
             assert [p for p, _ in postgres] == [p for p, _ in sqlite], (terms, limit, fields)
             for (_, expected), (_, actual) in zip(sqlite, postgres, strict=True):
                 assert actual == pytest.approx(expected, rel=1e-6, abs=1e-6), terms

@@ -82,15 +82,27 @@ async def test_a_rare_term_outranks_many_common_ones(store: PostgresMemoryStore)
 
 
 def _oracle(
-    documents: dict[int, list[str]], active: set[int], terms: list[str], limit: int
+    documents: dict[int, list[str]],
+    active: set[int],
+    terms: list[str],
+    limit: int,
+    common: int | None = None,
 ) -> list[int]:
-    """BM25 with term frequencies over the active documents' own words, ties by key."""
+    """BM25 with term frequencies over the active documents' own words, ties by key; with
+    `common`, only documents holding a term at most `common` documents hold (or else the
+    rarest, the first of the query's on a tie) are candidates."""
     total = len(active)
     average = sum(len(documents[key]) for key in active) / total
     df = {t: sum(1 for key in active if t in documents[key]) for t in set(terms)}
+    held = [t for t in dict.fromkeys(terms) if df[t]]
+    finders = set(held)
+    if common is not None and held:
+        finders = {t for t in held if df[t] <= common} or {min(held, key=lambda t: df[t])}
     scored = []
     for key in active:
         words = documents[key]
+        if finders.isdisjoint(words):
+            continue
         norm = 1 - 0.75 + 0.75 * len(words) / average
         score = 0.0
         for term in dict.fromkeys(terms):
@@ -103,9 +115,16 @@ def _oracle(
     return [key for _, key in sorted(scored)[:limit]]
 
 
-@pytest.mark.parametrize("conjunctions", [32, 1], ids=["conjunctions", "widened"])
+@pytest.mark.parametrize(
+    ("conjunctions", "common"),
+    [(32, None), (1, None), (32, 40), (1, 40)],
+    ids=["conjunctions", "widened", "common-terms", "common-terms-widened"],
+)
 async def test_every_pass_gives_the_exact_top_of_the_ranking(
-    store: PostgresMemoryStore, monkeypatch: pytest.MonkeyPatch, conjunctions: int
+    store: PostgresMemoryStore,
+    monkeypatch: pytest.MonkeyPatch,
+    conjunctions: int,
+    common: int | None,
 ) -> None:
     # A tiny budget makes the first pass cover only the rarest term, so queries exercise the
     # early exit, the conjunctive second pass (with the marks of repeated words), the guessed
@@ -126,8 +145,9 @@ async def test_every_pass_gives_the_exact_top_of_the_ranking(
     for trial in range(60):
         terms = rng.sample(vocabulary, rng.randint(1, 6))
         limit = rng.choice([1, 3, 10, 40])
-        found = await store.fts_candidates(FtsQuery("z", 2, terms, limit=limit))
-        expected = _oracle(documents, active, terms, limit)
+        query = FtsQuery("z", 2, terms, limit=limit, common_term_entries=common)
+        found = await store.fts_candidates(query)
+        expected = _oracle(documents, active, terms, limit, common)
         assert [c.key for c in found] == expected, (trial, terms, limit)
         assert all(not t.startswith(fulltext.REPEAT_MARK) for c in found for t in c.tokens)
 

@@ -192,6 +192,11 @@ class FtsQuery(RevisionQuery):
     max_term_entries: int | None = None
     """...and so are terms held in their own field by more than this many versions, whatever
     the scope's size (None: no such bound)."""
+    common_term_entries: int | None = None
+    """Terms held in their own field by more than this many versions find no version by
+    themselves: they add to the scores of the versions that hold one of the rarer terms (the
+    rarest term always finds versions), so a question of common words scores no posting list
+    longer than its rarest term's. None: every term finds versions (the exact BM25 top)."""
 
     def term_ceiling(self, versions: int) -> float | None:
         """The most versions of a scope of `versions` that may hold a term in its own field

@@ -321,6 +321,7 @@ class SearchPipeline:
             limit=plan.per_channel,
             fields=self._config.fields,
             where=plan.request.filter,
+            common_term_entries=self._config.fts_common_term_entries or None,
         )
         if bounded_by is not None:
             query = bounded(query, bounded_by)

@@ -58,7 +58,14 @@ async def candidates(conn: AsyncConnection[TupleRow], query: FtsQuery) -> list[F
         else None
     )
     plan = fulltext.plan_ranking(
-        base, frequencies, active, own_total, context_total, weights, peaks
+        base,
+        frequencies,
+        active,
+        own_total,
+        context_total,
+        weights,
+        peaks,
+        query.common_term_entries,
     )
     if plan is None:
         return []
@@ -110,7 +117,7 @@ async def _top(
             found[row[0]] = row
 
     await score(plan.first_pass)
-    if plan.first_pass == len(plan.terms):
+    if plan.first_pass == plan.matched:
         return top()
     ceiling = fulltext.rest_bound(plan)
     ceiling += fulltext.margin(ceiling)
@@ -127,7 +134,7 @@ async def _top(
         if step == fulltext.MAX_PASSES:
             guess = floor
         if guess <= 0.0:  # too few found: every document holding any term
-            await score(len(plan.terms))
+            await score(plan.matched)
             return top()
         await score(fulltext.match_query(plan, guess))
         ceiling = guess - fulltext.margin(guess)

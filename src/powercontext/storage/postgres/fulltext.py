@@ -164,6 +164,9 @@ class RankPlan:
     fields: tuple[bm25.Field, ...]
     first_pass: int
     """How many of the rarest terms the first pass matches on."""
+    matched: int
+    """How many of the rarest terms find versions: the others (common ones) only add to the
+    scores of versions that hold one of these."""
     own_average: float
     context_average: float
     bounds: tuple[float, ...] = ()
@@ -206,6 +209,7 @@ def plan_ranking(
     context_total: int,
     fields: FieldWeights | None = None,
     peaks: Mapping[str, Peak | None] | None = None,
+    common_entries: int | None = None,
 ) -> RankPlan | None:
     """`frequencies` holds the df of each field lexeme (`word`, `_word`, `@word`). `peaks`,
     given when the statistics describe exactly the versions searched (a search at the head),
@@ -228,8 +232,11 @@ def plan_ranking(
     dfs = {term: bm25.term_df(field_dfs(term)) for term in distinct}
     # Rarest first; ties keep the query's order so the plan is deterministic.
     ranked = sorted(distinct, key=lambda t: dfs[t])[:MAX_SCORED_TERMS]
+    matched = len(ranked)
+    if common_entries is not None:  # the rarest term always finds versions
+        matched = max(1, sum(1 for t in ranked if dfs[t] <= common_entries))
     first, budget = 0, 0
-    for term in ranked:
+    for term in ranked[:matched]:
         budget += sum(field_dfs(term))
         if first and budget > FIRST_PASS_DF_BUDGET:
             break
@@ -275,6 +282,7 @@ def plan_ranking(
         weights=weights,
         fields=scored,
         first_pass=first,
+        matched=matched,
         own_average=own_average,
         context_average=context_average,
         bounds=tuple(bounds),
@@ -415,13 +423,15 @@ def match_query(plan: RankPlan, threshold: float) -> list[str]:
     MAX_CONJUNCTIONS, every term's marks count as the term itself, then only the commonest
     terms whose bounds together stay below the threshold are left out of a plain OR.
     """
-    order = sorted(range(plan.first_pass, len(plan.terms)), key=lambda i: (-plan.bound(i), i))
-    need = threshold - margin(threshold)
+    order = sorted(range(plan.first_pass, plan.matched), key=lambda i: (-plan.bound(i), i))
+    # A common term may add its bound to any version matched through a rarer one.
+    common = sum(plan.bound(i) for i in range(plan.matched, len(plan.terms)))
+    need = threshold - margin(threshold) - common
     found = _conjunctions(plan, order, need, marks=True) if need > 0 else None
     if found is None and need > 0:
         found = _conjunctions(plan, order, need, marks=False)
     if found is None or not found:
-        keep, rest = len(plan.terms), 0.0
+        keep, rest = plan.matched, 0.0
         while keep > plan.first_pass + 1 and rest + plan.bound(keep - 1) < need:
             keep, rest = keep - 1, rest + plan.bound(keep - 1)
         return [term_query(plan.lexemes(keep)[len(plan.lexemes(plan.first_pass)) :])]

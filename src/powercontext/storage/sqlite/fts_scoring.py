@@ -128,23 +128,31 @@ class ScopeScoring:
         fields: FieldWeights,
         allowed: npt.NDArray[np.int64] | None = None,
         term_ceiling: Callable[[int], float | None] | None = None,
+        common_entries: int | None = None,
     ) -> list[FtsCandidate]:
         """The best `limit` versions active at `revision` (and among the `allowed` keys, when
         a filter gave some), best first (ties by key); a term held in its own field by more
-        rows than `term_ceiling(rows)` is left out (FtsQuery.term_ceiling)."""
+        rows than `term_ceiling(rows)` is left out (FtsQuery.term_ceiling), and one held by
+        more than `common_entries` finds no row by itself (FtsQuery.common_term_entries)."""
         most = term_ceiling(self.size) if term_ceiling is not None else None
         if most is not None:
             own = bm25.scored_fields(fields)[0].prefix
             terms = [t for t in terms if (p := self.terms.get(own + t)) is None or p.size <= most]
-        found = [w for t in dict.fromkeys(terms) if (w := self._term_weights(t, fields))]
+        weighed = [(t, w) for t in dict.fromkeys(terms) if (w := self._term_weights(t, fields))]
+        found = [w for _, w in weighed]
         if not found or limit <= 0:
             return []
+        finders = self._finders([t for t, _ in weighed], fields, common_entries)
         if sum(term_rows.shape[0] for term_rows, _ in found) * _SPARSE_SHARE < self.size:
-            return self._search_sparse(revision, found, limit, allowed)
+            return self._search_sparse(revision, found, limit, allowed, finders)
         scores = np.zeros(self.size, dtype=np.float64)
         for term_rows, weights in found:
             # A term's rows are distinct, so a fancy-indexed add never drops a repeat.
             scores[term_rows] += weights
+        if finders is not None:
+            holds = np.zeros(self.size, dtype=bool)
+            holds[finders] = True
+            scores[~holds] = 0.0
         scores[self._inactive_rows(revision)] = 0.0
         if allowed is not None:
             # The filter masks before the partition: a selective filter still fills `limit`.
@@ -163,12 +171,36 @@ class ScopeScoring:
             rows = rows[matched >= cut]
         return self._candidates(rows, scores[rows], limit)
 
+    def _finders(
+        self, terms: Sequence[str], fields: FieldWeights, common_entries: int | None
+    ) -> npt.NDArray[np.int32] | None:
+        """The rows holding a term that finds rows by itself (FtsQuery.common_term_entries):
+        one held in its own field by at most `common_entries` rows, or else the rarest (the
+        first of the question's on a tie). None: every term finds rows."""
+        if common_entries is None or len(terms) < 2:
+            return None
+        scored = bm25.scored_fields(fields)
+        dfs = [
+            bm25.term_df([p.size if (p := self.terms.get(f.prefix + t)) else 0 for f in scored])
+            for t in terms
+        ]
+        finding = [df <= common_entries for df in dfs]
+        if all(finding):
+            return None
+        if not any(finding):
+            finding[dfs.index(min(dfs))] = True
+        weights = [
+            self._term_weights(t, fields) for t, finds in zip(terms, finding, strict=True) if finds
+        ]
+        return np.concatenate([found[0] for found in weights if found is not None])
+
     def _search_sparse(
         self,
         revision: int,
         found: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]],
         limit: int,
         allowed: npt.NDArray[np.int64] | None,
+        finders: npt.NDArray[np.int32] | None = None,
     ) -> list[FtsCandidate]:
         """`search` when the terms are rare: only the rows holding one are scored, each row's
         sum taken in the same term order as the dense path (the same floats, the same ranks)."""
@@ -184,6 +216,8 @@ class ScopeScoring:
                 weights=np.concatenate([weights for _, weights in found]),
                 minlength=rows.shape[0],
             ).astype(np.float64, copy=False)
+        if finders is not None:
+            scores[~np.isin(rows, finders)] = 0.0
         inactive = self._inactive_rows(revision)
         if inactive.size:
             scores[np.isin(rows, inactive)] = 0.0

@@ -192,7 +192,13 @@ class SqliteMemoryStore:
             with postings.lock:
                 postings.refresh(conn)
                 return postings.search(
-                    query.revision, wanted.terms, query.limit, fields, allowed, ceiling
+                    query.revision,
+                    wanted.terms,
+                    query.limit,
+                    fields,
+                    allowed,
+                    ceiling,
+                    query.common_term_entries,
                 )
 
         def at_once(conn: sqlite3.Connection) -> list[FtsCandidate]:
@@ -203,7 +209,13 @@ class SqliteMemoryStore:
                 if not postings.is_current(conn):
                     raise WouldWait
                 return postings.search(
-                    query.revision, wanted.terms, query.limit, fields, allowed, ceiling
+                    query.revision,
+                    wanted.terms,
+                    query.limit,
+                    fields,
+                    allowed,
+                    ceiling,
+                    query.common_term_entries,
                 )
             finally:
                 postings.lock.release()
