@@ -114,9 +114,10 @@ class RuntimeConfig(_Group):
     search_fts_common_term_entries: int = Field(default=5_000, ge=0, le=100_000_000)
     """Full-text channel: a question's term held in their own text by more than this many
     entries of the scope finds no entry by itself; it adds to the scores of the entries that
-    hold one of the question's rarer terms (the rarest always finds entries). It bounds the
-    work of a question of common words in a large scope; a scope of up to this many entries
-    gets the exact BM25 top (0: exact in every scope)."""
+    hold one of the question's rarer terms (the rarest always finds entries; where fewer
+    entries than asked for hold a rarer term, every term finds). It bounds the work of a
+    question of common words in a large scope; a scope of up to this many entries gets the
+    exact BM25 top (0: exact in every scope)."""
     search_field_weight_context: float = Field(default=0.5, ge=0.0, le=10.0)
     """Full-text channel (BM25F): a neighbour's word against the entry's own word (1.0)."""
     search_field_weight_speaker: float = Field(default=0.5, ge=0.0, le=10.0)

@@ -217,21 +217,21 @@ async def test_a_term_more_entries_hold_than_a_bound_is_left_out_on_request(
 async def test_a_common_term_finds_no_version_by_itself_on_request(store: MemoryStore) -> None:
     """FtsQuery.common_term_entries: a term more versions hold than the bound only adds to the
     scores of versions holding a rarer term; when every term is that common, the rarest finds
-    the versions."""
-    texts = ["harbor lantern", "harbor boats", "harbor fog", "harbor mist", "lantern shop"]
-    result = await store.commit(CommitRequest("s", None, [add(t) for t in [*texts, "street"]]))
-    harbor_lantern, *_, lantern_shop, _street = result.keys
+    the versions; when fewer than the limit hold a rarer term, every term finds versions."""
+    texts = ["harbor fog", "harbor rain", "fog rain", "harbor mist", "fog mist", "harbor tide"]
+    texts += ["lantern shop", "lantern harbor", "street", "market"]
+    result = await store.commit(CommitRequest("s", None, [add(t) for t in texts]))
+    keys = dict(zip(texts, result.keys, strict=True))
 
-    async def ranked(terms: str, common: int | None) -> list[int]:
-        query = FtsQuery("s", 1, list(query_terms(terms)), limit=10, common_term_entries=common)
+    async def ranked(terms: str, common: int | None, limit: int) -> list[int]:
+        query = FtsQuery("s", 1, list(query_terms(terms)), limit=limit, common_term_entries=common)
         return _keys(await store.fts_candidates(query))
 
-    exact = await ranked("harbor lantern", None)
-    assert set(exact) == set(result.keys[:5])
-    assert await ranked("harbor lantern", 4) == exact  # harbor (4 versions) at the bound
-    # Over it, harbor finds nothing itself yet still lifts the lantern entry that holds it.
-    assert await ranked("harbor lantern", 3) == [harbor_lantern, lantern_shop]
-    assert await ranked("harbor lantern", 3) == exact[:2]
-    # Both over the bound: the rarer (lantern, 2 versions) finds them.
-    assert await ranked("harbor lantern", 1) == [harbor_lantern, lantern_shop]
-    assert set(await ranked("harbor", 1)) == set(result.keys[:4])  # a lone term always finds
+    exact = await ranked("harbor fog lantern", None, limit=10)
+    # Two common words outweigh one rarer word: "harbor fog" is second.
+    assert exact[:2] == [keys["lantern harbor"], keys["harbor fog"]]
+    assert await ranked("harbor fog lantern", 5, limit=10) == exact  # harbor: 5, at the bound
+    # Over it (harbor 5, fog 3 versions), lantern alone finds; harbor still lifts its entry.
+    lantern = [keys["lantern harbor"], keys["lantern shop"]]
+    assert await ranked("harbor fog lantern", 2, limit=2) == lantern
+    assert await ranked("harbor fog lantern", 2, limit=3) == exact[:3]  # too few: all find

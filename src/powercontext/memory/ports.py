@@ -196,7 +196,8 @@ class FtsQuery(RevisionQuery):
     """Terms held in their own field by more than this many versions find no version by
     themselves: they add to the scores of the versions that hold one of the rarer terms (the
     rarest term always finds versions), so a question of common words scores no posting list
-    longer than its rarest term's. None: every term finds versions (the exact BM25 top)."""
+    longer than its rarest term's. Where fewer than `limit` versions hold a rarer term, every
+    term finds versions. None: every term always does (the exact BM25 top)."""
 
     def term_ceiling(self, versions: int) -> float | None:
         """The most versions of a scope of `versions` that may hold a term in its own field

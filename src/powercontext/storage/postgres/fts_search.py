@@ -4,6 +4,7 @@ passes (the SQL of each pass and the bounds are in fulltext.py)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
@@ -74,6 +75,9 @@ async def candidates(conn: AsyncConnection[TupleRow], query: FtsQuery) -> list[F
         # tens of milliseconds to a query of a few (no effect on servers built without LLVM).
         await conn.execute("SELECT set_config('jit', 'off', true)")
         rows = await _top(conn, plan, query)
+        if len(rows) < query.limit and plan.matched < len(plan.terms):
+            # Fewer versions hold a rarer term than asked for: the common terms find too.
+            rows = await _top(conn, replace(plan, matched=len(plan.terms)), query)
     mark = fulltext.REPEAT_MARK
     return [
         FtsCandidate(

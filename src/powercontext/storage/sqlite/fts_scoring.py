@@ -143,6 +143,20 @@ class ScopeScoring:
         if not found or limit <= 0:
             return []
         finders = self._finders([t for t, _ in weighed], fields, common_entries)
+        best = self._top(revision, found, limit, allowed, finders)
+        if finders is not None and len(best) < limit:
+            # Fewer rows hold a rarer term than asked for: the common terms find too.
+            best = self._top(revision, found, limit, allowed, None)
+        return best
+
+    def _top(
+        self,
+        revision: int,
+        found: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]],
+        limit: int,
+        allowed: npt.NDArray[np.int64] | None,
+        finders: npt.NDArray[np.int32] | None,
+    ) -> list[FtsCandidate]:
         if sum(term_rows.shape[0] for term_rows, _ in found) * _SPARSE_SHARE < self.size:
             return self._search_sparse(revision, found, limit, allowed, finders)
         scores = np.zeros(self.size, dtype=np.float64)
@@ -200,7 +214,7 @@ class ScopeScoring:
         found: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]],
         limit: int,
         allowed: npt.NDArray[np.int64] | None,
-        finders: npt.NDArray[np.int32] | None = None,
+        finders: npt.NDArray[np.int32] | None,
     ) -> list[FtsCandidate]:
         """`search` when the terms are rare: only the rows holding one are scored, each row's
         sum taken in the same term order as the dense path (the same floats, the same ranks)."""
