@@ -25,6 +25,12 @@ _SPARSE_SHARE = 8
 only; above that one vectorized pass over every row is cheaper."""
 
 
+_Weights = list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]]
+"""Each term's rows and its BM25F contribution to each (ScopeScoring._term_weights)."""
+_Keys = npt.NDArray[np.int64] | None
+"""The keys a search may return (a filter's, or the rows a rarer term finds); None: any."""
+
+
 class ScopeScoring:
     """The query side of `fulltext.ScopeTerms`, which fills and refreshes these attributes."""
 
@@ -143,30 +149,26 @@ class ScopeScoring:
         if not found or limit <= 0:
             return []
         finders = self._finders([t for t, _ in weighed], fields, common_entries)
-        best = self._top(revision, found, limit, allowed, finders)
-        if finders is not None and len(best) < limit:
-            # Fewer rows hold a rarer term than asked for: the common terms find too.
-            best = self._top(revision, found, limit, allowed, None)
+        if finders is None:
+            return self._top(revision, found, limit, allowed)
+        # Only rows a rarer term finds may be returned: masked by key, as a filter's are.
+        held = self.keys[finders]
+        best = self._top(
+            revision, found, limit, np.intersect1d(held, allowed) if allowed is not None else held
+        )
+        if len(best) < limit:  # fewer rows hold a rarer term than asked for: the common find too
+            best = self._top(revision, found, limit, allowed)
         return best
 
     def _top(
-        self,
-        revision: int,
-        found: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]],
-        limit: int,
-        allowed: npt.NDArray[np.int64] | None,
-        finders: npt.NDArray[np.int32] | None,
+        self, revision: int, found: _Weights, limit: int, allowed: _Keys
     ) -> list[FtsCandidate]:
         if sum(term_rows.shape[0] for term_rows, _ in found) * _SPARSE_SHARE < self.size:
-            return self._search_sparse(revision, found, limit, allowed, finders)
+            return self._search_sparse(revision, found, limit, allowed)
         scores = np.zeros(self.size, dtype=np.float64)
         for term_rows, weights in found:
             # A term's rows are distinct, so a fancy-indexed add never drops a repeat.
             scores[term_rows] += weights
-        if finders is not None:
-            holds = np.zeros(self.size, dtype=bool)
-            holds[finders] = True
-            scores[~holds] = 0.0
         scores[self._inactive_rows(revision)] = 0.0
         if allowed is not None:
             # The filter masks before the partition: a selective filter still fills `limit`.
@@ -209,12 +211,7 @@ class ScopeScoring:
         return np.concatenate([found[0] for found in weights if found is not None])
 
     def _search_sparse(
-        self,
-        revision: int,
-        found: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]],
-        limit: int,
-        allowed: npt.NDArray[np.int64] | None,
-        finders: npt.NDArray[np.int32] | None,
+        self, revision: int, found: _Weights, limit: int, allowed: _Keys
     ) -> list[FtsCandidate]:
         """`search` when the terms are rare: only the rows holding one are scored, each row's
         sum taken in the same term order as the dense path (the same floats, the same ranks)."""
@@ -230,8 +227,6 @@ class ScopeScoring:
                 weights=np.concatenate([weights for _, weights in found]),
                 minlength=rows.shape[0],
             ).astype(np.float64, copy=False)
-        if finders is not None:
-            scores[~np.isin(rows, finders)] = 0.0
         inactive = self._inactive_rows(revision)
         if inactive.size:
             scores[np.isin(rows, inactive)] = 0.0

@@ -188,18 +188,21 @@ class SqliteMemoryStore:
         fields = query.fields or FieldWeights()
         ceiling = query.term_ceiling
 
+        def search() -> list[FtsCandidate]:  # under the postings' lock
+            return postings.search(
+                query.revision,
+                wanted.terms,
+                query.limit,
+                fields,
+                allowed,
+                ceiling,
+                query.common_term_entries,
+            )
+
         def work(conn: sqlite3.Connection) -> list[FtsCandidate]:
             with postings.lock:
                 postings.refresh(conn)
-                return postings.search(
-                    query.revision,
-                    wanted.terms,
-                    query.limit,
-                    fields,
-                    allowed,
-                    ceiling,
-                    query.common_term_entries,
-                )
+                return search()
 
         def at_once(conn: sqlite3.Connection) -> list[FtsCandidate]:
             # Only a cache with nothing to read: catching up may take long, and takes a thread.
@@ -208,15 +211,7 @@ class SqliteMemoryStore:
             try:
                 if not postings.is_current(conn):
                     raise WouldWait
-                return postings.search(
-                    query.revision,
-                    wanted.terms,
-                    query.limit,
-                    fields,
-                    allowed,
-                    ceiling,
-                    query.common_term_entries,
-                )
+                return search()
             finally:
                 postings.lock.release()
 
