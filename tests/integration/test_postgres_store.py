@@ -106,12 +106,18 @@ def test_the_candidate_list_widens_with_the_graph_and_stays_within_pgvector_boun
     assert vectors.ef_search(100, configured=64) == 100
 
 
-async def _plan(store: PostgresMemoryStore, query: np.ndarray, revision: int) -> str:
-    statement = vectors.nearest_query("p", query.shape[0], exact=False)
+async def _plan(
+    store: PostgresMemoryStore,
+    query: np.ndarray,
+    revision: int,
+    cast: str = vectors.INDEX_CAST,
+    scope: str = "big",
+) -> str:
+    statement = vectors.nearest_query("p", query.shape[0], exact=False, cast=cast)
     async with store._connection("explaining") as conn, conn.transaction():
         await conn.execute(vectors.ANN_SETTINGS, vectors.ann_settings(30))
         cur = await conn.execute(
-            psycopg.sql.SQL("EXPLAIN ") + statement, (query, "big", revision, revision, 30)
+            psycopg.sql.SQL("EXPLAIN ") + statement, (query, scope, revision, revision, 30)
         )
         return "\n".join(row[0] for row in await cur.fetchall())
 
@@ -135,6 +141,11 @@ async def test_large_revisions_walk_the_hnsw_graph_and_stay_filtered(
     assert [c.key for c in exact] == [result.keys[i] for i in np.argsort(-(matrix @ query))[:100]]
     recall = len({c.key for c in approximate} & {c.key for c in exact[:30]}) / 30
     assert recall >= 0.8, recall
+    # The walk orders by half precision, but what it returns is scored in full, as exactly.
+    exact_similarity = {c.key: c.similarity for c in exact}
+    for candidate in approximate:
+        if candidate.key in exact_similarity:
+            assert candidate.similarity == pytest.approx(exact_similarity[candidate.key], abs=1e-12)
 
     # Another scope's vectors right next to the query, and the 100 nearest versions of this
     # scope retired: the graph's nearest 600 tuples all fail the filters, yet the walk goes on.
@@ -158,6 +169,33 @@ async def test_large_revisions_walk_the_hnsw_graph_and_stay_filtered(
     # The old revision is still searchable as it was.
     again = await store.vector_candidates(VectorQuery("big", 1, "p", query, limit=30))
     assert [c.key for c in again] == [c.key for c in approximate]
+
+
+async def test_a_graph_built_before_half_precision_is_still_walked(url: str) -> None:
+    first = await PostgresMemoryStore.open(url)
+    count, dimension = vectors.EXACT_SCAN_UP_TO + 200, 8
+    result = await first.commit(CommitRequest("old", None, [add(f"e{i}") for i in range(count)]))
+    matrix = random_units(count, dimension, seed=21)
+    await first.put_vectors("old", "p", list(zip(result.keys, matrix, strict=True)))
+    async with first._connection("rebuilding the graph as before") as conn:
+        assert await vectors.indexed_cast(conn, "p") == (vectors.INDEX_CAST, dimension)
+        await conn.execute(f"DROP INDEX {vectors.index_name('p')}")
+        await conn.execute(
+            f"CREATE INDEX {vectors.index_name('p')} ON entry_vectors USING hnsw "
+            f"((embedding::vector({dimension})) vector_cosine_ops) WHERE profile_id = 'p'"
+        )
+    await first.close()
+    store = await PostgresMemoryStore.open(url)  # a process started after the upgrade
+    try:
+        query = random_units(1, dimension, seed=22)[0]
+        assert vectors.index_name("p") in await _plan(store, query, 1, "vector", "old")
+        walked = await store.vector_candidates(VectorQuery("old", 1, "p", query, limit=20))
+        exact = await store.vector_candidates(
+            VectorQuery("old", 1, "p", query, limit=20), exact=True
+        )
+        assert len({c.key for c in walked} & {c.key for c in exact}) >= 16
+    finally:
+        await store.close()
 
 
 async def test_two_stores_create_a_new_profiles_index_once(url: str) -> None:

@@ -80,6 +80,7 @@ class PostgresMemoryStore:
         self._pool = pool
         self.options = options or PostgresOptions()
         self._indexed: dict[str, int] = {}
+        self._casts = vectors.IndexCasts()
         self._deferred: set[str] = set()  # profiles whose index waits for the end of a bulk load
         self._dimensions = _Bounded()
         # (scope, profile) -> a revision at which every active version had a vector. Vectors
@@ -269,7 +270,10 @@ class PostgresMemoryStore:
         clause: str = "",
         active: int = 0,
     ) -> list[tuple[int, float]]:
-        statement = vectors.nearest_query(profile_id, dimension, exact=exact, clause=clause)
+        cast = "vector" if exact else await self._casts.get(conn, profile_id)
+        statement = vectors.nearest_query(
+            profile_id, dimension, exact=exact, clause=clause, cast=cast
+        )
         async with conn.transaction():
             if not exact:
                 settings = vectors.ann_settings(limit, self.options.hnsw_ef_search, active)
@@ -377,6 +381,7 @@ class PostgresMemoryStore:
         compare exhaustively; another process storing vectors would create the index again."""
         self._deferred.add(profile_id)
         self._indexed.pop(profile_id, None)
+        self._casts.forget(profile_id)
         async with self._connection("dropping a vector index") as conn:
             await vectors.drop_index(conn, profile_id)
 
@@ -385,6 +390,7 @@ class PostgresMemoryStore:
         async with self._connection("building a vector index") as conn:
             self._indexed[profile_id] = await vectors.ensure_index(conn, profile_id, dimension)
         self._deferred.discard(profile_id)
+        self._casts.forget(profile_id)
 
     async def erase(self, request: ErasureRequest) -> ErasureResult:
         async with self._connection("erasing entries") as conn:
