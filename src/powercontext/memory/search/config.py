@@ -27,10 +27,10 @@ class SearchConfig:
     max_batch_entries: int = 50_000
     embedding_batch_size: int = 64
     participant_boost: float = 0.0
+    """A query naming an entry's speaker multiplies its fused score by 1 + this (0: off)."""
     fts_common_term_entries: int = 5_000
     """Full-text terms held by more than this many entries of the scope only add to the
     scores of entries found through rarer terms (FtsQuery.common_term_entries; 0: off)."""
-    """A query naming an entry's speaker multiplies its fused score by 1 + this (0: off)."""
     fields: FieldWeights = field(default_factory=FieldWeights)
     """Weights of the neighbour and speaker fields in the full-text channel (search.fields)."""
     feedback: FeedbackConfig = field(default_factory=lambda: FeedbackConfig(docs=0))

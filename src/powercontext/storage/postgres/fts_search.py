@@ -109,7 +109,8 @@ async def _top(
     (fulltext.match_query) and scores them, which brings `ceiling` down to that score; the
     search stops once the limit-th score found reaches `ceiling`. The score matched is the
     limit-th score found; while fewer than `limit` documents were found, it steps down by
-    GUESS_STEP, and after MAX_PASSES it matches every term."""
+    GUESS_STEP, and after MAX_PASSES it matches every term that finds versions (the plan's
+    `matched`: common terms only add to scores)."""
     limit = query.limit
     found: dict[int, Row] = {}
 

@@ -25,7 +25,8 @@ by tf 1 and the versions where it repeats are found apart. Later passes match on
 documents whose terms' bounds reach a threshold, as minimal AND groups the GIN index intersects
 (match_query), lowering the threshold until the limit-th score found reaches it. Every pass
 scores exactly, and a document no pass matched scores below the limit-th score found, so the
-order is exactly a full scan's.
+order is exactly a full scan's over the documents the plan's matched terms find (all terms
+unless FtsQuery.common_term_entries leaves the common ones to add to scores only).
 """
 
 from __future__ import annotations
