@@ -17,7 +17,7 @@ import pytest
 
 from powercontext.memory.ports import CommitRequest, FtsCandidate, FtsQuery, MemoryStore
 from powercontext.memory.search.fields import FieldWeights
-from powercontext.storage.postgres import fulltext
+from powercontext.storage.postgres import maxscore
 from powercontext.storage.sqlite import SqliteMemoryStore
 from tests import pg_server
 
@@ -80,7 +80,7 @@ async def test_the_same_corpus_ranks_alike_on_sqlite_and_postgresql(
     common: int | None,
 ) -> None:
     # A tiny budget sends PostgreSQL through its second pass; the ranking must not change.
-    monkeypatch.setattr(fulltext, "FIRST_PASS_DF_BUDGET", first_pass_budget)
+    monkeypatch.setattr(maxscore, "FIRST_PASS_DF_BUDGET", first_pass_budget)
     rng = random.Random(23)
     documents = _corpus(rng, 240)
     rewrites = {i: _context(rng, documents, i) for i in rng.sample(range(240), 80)}

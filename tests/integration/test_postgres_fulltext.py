@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from powercontext.memory.ports import CommitRequest, FtsQuery
-from powercontext.storage.postgres import PostgresMemoryStore, fulltext
+from powercontext.storage.postgres import PostgresMemoryStore, fulltext, maxscore
 from tests import pg_server
 from tests.contract.builders import add, retire
 
@@ -26,31 +26,31 @@ def test_literals_quote_everything_and_keep_tokens_verbatim() -> None:
 
 def test_the_plan_scores_rare_terms_higher_and_bounds_the_rest() -> None:
     frequencies = {"the": 5000, "lighthous": 3}
-    plan = fulltext.plan_ranking(["the", "lighthous", "the"], frequencies, 10_000, 50_000, 0)
+    plan = maxscore.plan_ranking(["the", "lighthous", "the"], frequencies, 10_000, 50_000, 0)
     assert plan is not None
     assert plan.terms == ("lighthous", "the")
     assert plan.weights[0] > 5 * plan.weights[1] > 0
     assert plan.first_pass == 1  # 5000 more documents would blow the first pass's budget
     assert (plan.own_average, plan.context_average) == (5.0, 1.0)
-    assert fulltext.plan_ranking(["\x00"], {}, 10, 10, 0) is None
+    assert maxscore.plan_ranking(["\x00"], {}, 10, 10, 0) is None
 
 
 def test_later_passes_match_the_terms_that_can_reach_the_threshold_together() -> None:
     frequencies = {"rare": 1, "mid": 300, "the": 5000, "a": 6000}
-    plan = fulltext.plan_ranking(["a", "the", "mid", "rare"], frequencies, 10_000, 1, 0)
+    plan = maxscore.plan_ranking(["a", "the", "mid", "rare"], frequencies, 10_000, 1, 0)
     assert plan is not None and plan.terms == ("rare", "mid", "the", "a")
     assert plan.first_pass == 2
     mid, the, a = plan.bound(1), plan.bound(2), plan.bound(3)
-    assert fulltext.rest_bound(plan) == the + a
+    assert maxscore.rest_bound(plan) == the + a
     # below every bound: any of the later terms; above one, only both together (in any field)
     the_, a_ = "('the' | '_the' | '@the')", "('a' | '_a' | '@a')"
-    assert fulltext.match_query(plan, min(the, a) * 0.9) == [the_, a_]
-    assert fulltext.match_query(plan, max(the, a) * 1.01) == [f"{the_} & ({a_})"]
+    assert maxscore.match_query(plan, min(the, a) * 0.9) == [the_, a_]
+    assert maxscore.match_query(plan, max(the, a) * 1.01) == [f"{the_} & ({a_})"]
     # the stored peaks bound lower than (k1 + 1) idf, and a single occurrence lower still
     peaks = {term: fulltext.Peak(1, 0.5) for term in frequencies}
     peaks["\x1fthe"] = fulltext.Peak(3, 1.0)
     frequencies["\x1fthe"] = 40
-    tight = fulltext.plan_ranking(
+    tight = maxscore.plan_ranking(
         ["a", "the", "mid", "rare"], frequencies, 10_000, 50_000, 0, None, peaks
     )
     assert tight is not None and tight.term_marks(2) == ("\x1fthe",)
@@ -59,7 +59,7 @@ def test_later_passes_match_the_terms_that_can_reach_the_threshold_together() ->
     # where "the" occurs once it cannot reach the threshold with "a"; where it repeats it can
     threshold = tight.single_bound(2) + tight.bound(3) + 1e-6
     assert tight.bound(2) < threshold < tight.bound(2) + tight.bound(3)
-    assert fulltext.match_query(tight, threshold) == ["('\x1fthe') & (('a'))"]
+    assert maxscore.match_query(tight, threshold) == ["('\x1fthe') & (('a'))"]
 
 
 @pytest.fixture
@@ -131,8 +131,8 @@ async def test_every_pass_gives_the_exact_top_of_the_ranking(
     # early exit, the conjunctive second pass (with the marks of repeated words), the guessed
     # thresholds of a short first pass and, with one conjunction at most, the widened match; every
     # path must match the oracle exactly.
-    monkeypatch.setattr(fulltext, "FIRST_PASS_DF_BUDGET", 6)
-    monkeypatch.setattr(fulltext, "MAX_CONJUNCTIONS", conjunctions)
+    monkeypatch.setattr(maxscore, "FIRST_PASS_DF_BUDGET", 6)
+    monkeypatch.setattr(maxscore, "MAX_CONJUNCTIONS", conjunctions)
     rng = random.Random(7)
     vocabulary = [f"w{i}" for i in range(60)]
     weights = [1 / (rank + 1) for rank in range(len(vocabulary))]  # Zipf-like

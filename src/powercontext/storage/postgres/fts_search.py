@@ -1,5 +1,5 @@
 """The full-text channel's search: the scope's statistics, the plan and the exact MaxScore
-passes (the SQL of each pass and the bounds are in fulltext.py)."""
+passes (the plan and the bounds are in maxscore.py, the SQL of each pass in fulltext.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from psycopg.rows import TupleRow
 from powercontext.memory.ports import FtsCandidate, FtsQuery
 from powercontext.memory.search import bm25
 from powercontext.memory.search.fields import FieldWeights
-from powercontext.storage.postgres import fulltext
+from powercontext.storage.postgres import fulltext, maxscore
 
 Row = tuple[int, float, list[str]]
 
@@ -58,7 +58,7 @@ async def candidates(conn: AsyncConnection[TupleRow], query: FtsQuery) -> list[F
         if head == query.revision
         else None
     )
-    plan = fulltext.plan_ranking(
+    plan = maxscore.plan_ranking(
         base,
         frequencies,
         active,
@@ -89,7 +89,7 @@ async def candidates(conn: AsyncConnection[TupleRow], query: FtsQuery) -> list[F
 
 async def _rank(
     conn: AsyncConnection[TupleRow],
-    plan: fulltext.RankPlan,
+    plan: maxscore.RankPlan,
     match: int | Sequence[str],
     query: FtsQuery,
 ) -> list[Row]:
@@ -101,12 +101,12 @@ async def _rank(
 
 
 async def _top(
-    conn: AsyncConnection[TupleRow], plan: fulltext.RankPlan, query: FtsQuery
+    conn: AsyncConnection[TupleRow], plan: maxscore.RankPlan, query: FtsQuery
 ) -> list[Row]:
     """The exact top `limit` by MaxScore. The first pass scores every document holding one of
     the rarest terms; any other scores at most `ceiling`, the other terms' bounds summed. A
     further pass matches the documents whose other terms' bounds reach a lower score
-    (fulltext.match_query) and scores them, which brings `ceiling` down to that score; the
+    (maxscore.match_query) and scores them, which brings `ceiling` down to that score; the
     search stops once the limit-th score found reaches `ceiling`. The score matched is the
     limit-th score found; while fewer than `limit` documents were found, it steps down by
     GUESS_STEP, and after MAX_PASSES it matches every term that finds versions (the plan's
@@ -124,9 +124,9 @@ async def _top(
     await score(plan.first_pass)
     if plan.first_pass == plan.matched:
         return top()
-    ceiling = fulltext.rest_bound(plan)
-    ceiling += fulltext.margin(ceiling)
-    for step in range(fulltext.MAX_PASSES + 1):
+    ceiling = maxscore.rest_bound(plan)
+    ceiling += maxscore.margin(ceiling)
+    for step in range(maxscore.MAX_PASSES + 1):
         best = top()
         floor = best[-1][1] if len(best) >= limit else 0.0
         if len(best) >= limit and floor >= ceiling:
@@ -135,12 +135,12 @@ async def _top(
         # a pass costs about the same at any threshold (the leading term's postings, read
         # once), so trying higher ones first only adds passes. Short of `limit`, guess lower
         # and lower scores until enough documents reach one.
-        guess = floor if len(best) >= limit else fulltext.GUESS_STEP * ceiling
-        if step == fulltext.MAX_PASSES:
+        guess = floor if len(best) >= limit else maxscore.GUESS_STEP * ceiling
+        if step == maxscore.MAX_PASSES:
             guess = floor
         if guess <= 0.0:  # too few found: every document holding any term
             await score(plan.matched)
             return top()
-        await score(fulltext.match_query(plan, guess))
-        ceiling = guess - fulltext.margin(guess)
+        await score(maxscore.match_query(plan, guess))
+        ceiling = guess - maxscore.margin(guess)
     return top()
