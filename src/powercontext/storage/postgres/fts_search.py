@@ -1,5 +1,5 @@
 """The full-text channel's search: the scope's statistics, the plan and the exact MaxScore
-passes (the plan and the bounds are in maxscore.py, the SQL of each pass in fulltext.py)."""
+passes (the plan, the bounds and the SQL of each pass are in maxscore.py)."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ async def _rank(
     match: int | Sequence[str],
     query: FtsQuery,
 ) -> list[Row]:
-    statement, params = fulltext.ranking_query(
+    statement, params = maxscore.ranking_query(
         plan, match, query.scope_id, query.revision, query.limit, query.where
     )
     rows = await (await conn.execute(statement, params)).fetchall()
