@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -56,6 +57,28 @@ async def test_a_new_file_is_created_with_parents_in_wal_mode(tmp_path: Path) ->
         assert raw.execute("PRAGMA foreign_key_check").fetchall() == []
     finally:
         raw.close()
+
+
+async def test_opening_waits_while_another_process_holds_a_new_file(tmp_path: Path) -> None:
+    # The switch to WAL is refused at once (SQLITE_BUSY, no busy handler) while another
+    # connection is writing the file in its first journal mode: what the first of two
+    # processes opening a fresh file together does while it switches it to WAL.
+    path = tmp_path / "memory.sqlite3"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE creating (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("INSERT INTO creating VALUES (1)")
+    release = threading.Timer(0.3, holder.rollback)
+    release.start()
+    try:
+        store = await SqliteMemoryStore.open(path)
+    finally:
+        release.join()
+        holder.close()
+    try:
+        assert await store.head("s") is None
+    finally:
+        await store.close()
 
 
 async def test_reopening_applies_no_migration_twice(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import contextlib
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,22 @@ class ConnectionOptions:
     """FULL: a commit that returned survives power loss; NORMAL trades that for speed."""
     pragmas: Mapping[str, int | str] = field(default_factory=dict)
     """Extra PRAGMAs for every connection, applied after the defaults (e.g. cache_size)."""
+
+
+def _use_wal(conn: sqlite3.Connection, patience_seconds: float) -> object:
+    """The journal mode after asking for WAL. The switch needs the file to itself, and SQLite
+    answers SQLITE_BUSY at once instead of calling the busy handler, so a process opening a
+    file another is creating or migrating at the same moment is refused: it retries for as
+    long as a busy lock would be waited for."""
+    deadline = time.monotonic() + patience_seconds
+    while True:
+        try:
+            return conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            busy = (getattr(exc, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_BUSY
+            if not busy or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _pragma_statements(options: ConnectionOptions) -> list[str]:
@@ -119,7 +136,7 @@ class ConnectionPool:
             writer = _connect(target, options)
             conns.append(writer)
             if target != MEMORY:
-                mode = writer.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                mode = _use_wal(writer, options.busy_timeout_seconds)
                 if str(mode).lower() != "wal":
                     raise StorageError(f"could not switch {target} to WAL mode (got {mode})")
             migrate(writer)
