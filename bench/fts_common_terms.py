@@ -46,10 +46,11 @@ async def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
         if await store.head(scale.SCOPE) is None:
             raise SystemExit(f"no scope {scale.SCOPE!r} here: build it with postgres_scale.py")
         defaults = search_config(ServerSettings())
+        embedder = scale.make_embedder("corpus")
         services = {
             bound: MemoryService(
                 store,
-                embedder=scale.make_embedder("corpus"),
+                embedder=embedder,
                 config=dataclasses.replace(defaults, fts_common_term_entries=bound),
             )
             for bound in args.bounds
