@@ -41,12 +41,15 @@ class Turn:
     """One turn of a session. Keyword-only: its two ints and three strs are easy to swap."""
 
     dia_id: str
+    """Canonical `D<session>:<turn>` (leading zeros dropped), as evidence lists cite it."""
     session: int
     position: int
     """0-based position of the turn inside its session."""
     speaker: str
+    """The file's speaker name; "unknown" where the turn names none."""
     text: str
     caption: str | None = None
+    """The file's `blip_caption` of a shared image, when the turn has one."""
 
 
 @dataclass(frozen=True, slots=True)
