@@ -172,7 +172,7 @@ def test_the_default_general_limit_holds_the_largest_default_batch_search() -> N
     """Every buffered body is bounded by a few MiB (parsing holds the event loop), yet the
     largest batch search the default settings accept still fits."""
     from powercontext.config import RuntimeConfig
-    from powercontext.memory.models import MAX_QUERY_BYTES
+    from powercontext.memory.values import MAX_QUERY_BYTES
     from powercontext.server.gate import body_limit
 
     http = HttpConfig()

@@ -21,8 +21,8 @@ from pydantic import ValidationError
 from powercontext import open_runtime
 from powercontext.config import DatabaseConfig, InferenceConfig, ServerSettings
 from powercontext.memory import MemoryValidationError, RememberMemoryRequest, SearchMemoryRequest
-from powercontext.memory.models import normalize_text
 from powercontext.memory.search.analyze import query_terms
+from powercontext.memory.values import normalize_text
 from powercontext.runtime import Runtime
 from tests import pg_server
 from tests.integration.conftest import sqlite_settings

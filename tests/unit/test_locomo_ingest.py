@@ -13,7 +13,7 @@ from powercontext.bench.locomo.ingest import (
     session_requests,
     turn_text,
 )
-from powercontext.memory.models import MAX_TEXT_BYTES
+from powercontext.memory.values import MAX_TEXT_BYTES
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "locomo" / "tiny.json"
 

@@ -17,7 +17,7 @@ from powercontext.cli.backends import CliMemory, Target, open_memory
 from powercontext.cli.errors import fail_on_errors
 from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.filters import MemoryFilter
-from powercontext.memory.models import SearchMode
+from powercontext.memory.values import SearchMode
 
 T = TypeVar("T")
 

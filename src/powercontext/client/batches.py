@@ -22,11 +22,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from powercontext.memory.errors import MemoryValidationError
-from powercontext.memory.models import (
-    MAX_IDEMPOTENCY_KEY_CHARS,
-    MemoryWriteResult,
-    RememberMemoryRequest,
-)
+from powercontext.memory.models import MemoryWriteResult, RememberMemoryRequest
+from powercontext.memory.values import MAX_IDEMPOTENCY_KEY_CHARS
 
 MAX_PART_BYTES = 1_000_000
 """Entries' JSON per request: 1 MiB (the server's default) less room for the envelope

@@ -24,7 +24,8 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import Field, SecretStr
 
 from powercontext.client import PowerContextClient, SyncPowerContextClient
-from powercontext.memory.models import MemoryHit, SearchMemoryRequest, SearchMode
+from powercontext.memory.models import MemoryHit, SearchMemoryRequest
+from powercontext.memory.values import SearchMode
 
 
 def hit_document(hit: MemoryHit) -> Document:

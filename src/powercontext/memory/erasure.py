@@ -28,9 +28,10 @@ from powercontext.memory.commit import COMMIT_RETRY_SECONDS
 from powercontext.memory.errors import NotFoundError, RevisionConflictError
 from powercontext.memory.indexing.rebuild import rederive
 from powercontext.memory.indexing.threads import index_sequences, sequence_key
-from powercontext.memory.models import MemoryRef, Reason
+from powercontext.memory.models import MemoryRef
 from powercontext.memory.ports import ErasureRequest, ErasureResult
 from powercontext.memory.tombstones import raise_if_entry_erased
+from powercontext.memory.values import Reason
 
 if TYPE_CHECKING:
     from powercontext.memory.service import MemoryService

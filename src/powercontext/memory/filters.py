@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from powercontext.memory.models import Kind, Thread
+from powercontext.memory.values import Kind, Thread
 
 MAX_FILTER_VALUES = 100
 MAX_METADATA_CONDITIONS = 16

@@ -12,13 +12,13 @@ import numpy.typing as npt
 
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.models import (
-    ChangeOp,
     EmbeddingProfile,
     MemoryChange,
     MemoryHit,
     MemoryRerankDecision,
 )
 from powercontext.memory.search.fields import FieldWeights
+from powercontext.memory.values import ChangeOp
 
 Vector = npt.NDArray[np.float32]
 

@@ -27,7 +27,6 @@ from powercontext.memory.models import (
     RememberMemoryRequest,
     RetireMemoryRequest,
     ReviseMemoryRequest,
-    ScopeId,
     SearchMemoryRequest,
 )
 from powercontext.memory.transfer import (
@@ -40,6 +39,7 @@ from powercontext.memory.transfer import (
     import_lines,
     open_export,
 )
+from powercontext.memory.values import ScopeId
 
 if TYPE_CHECKING:
     from powercontext.memory.indexing.vectors import ProgressCallback

@@ -44,7 +44,6 @@ from powercontext.memory.models import (
     MemoryWriteResult,
     ReactivateMemoryRequest,
     RememberMemoryRequest,
-    ResolvedMode,
     RetireMemoryRequest,
     ReviseMemoryRequest,
     SearchMemoryRequest,
@@ -66,6 +65,7 @@ from powercontext.memory.search.config import SearchConfig
 from powercontext.memory.search.pipeline import SearchPipeline
 from powercontext.memory.tombstones import raise_if_entry_erased, raise_if_version_erased
 from powercontext.memory.transfer import EntryCounts, NewEntry, OnExisting, add_entries
+from powercontext.memory.values import ResolvedMode
 
 log = logging.getLogger("powercontext.memory")
 

@@ -42,16 +42,9 @@ from powercontext.memory.errors import (
     RevisionConflictError,
 )
 from powercontext.memory.indexing.threads import WriteIndex, source_of
-from powercontext.memory.models import (
-    EntryText,
-    Kind,
-    MemoryRef,
-    MemoryWriteResult,
-    Metadata,
-    OccurredAt,
-    Thread,
-)
+from powercontext.memory.models import MemoryRef, MemoryWriteResult
 from powercontext.memory.ports import PlannedChange, StoredVersion, VersionPage
+from powercontext.memory.values import EntryText, Kind, Metadata, OccurredAt, Thread
 
 if TYPE_CHECKING:
     from powercontext.memory.service import MemoryService

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 from fastapi import Body, Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -21,9 +21,6 @@ from powercontext.memory.scoped import ScopedMemory
 from powercontext.runtime import Runtime
 from powercontext.server.auth import KeyGrant
 from powercontext.server.state import ServerState, state_of
-
-if TYPE_CHECKING:
-    from powercontext.server.operations import Operation
 
 ScopeRule = Literal["body", "key"]
 """`body`: the request names a `scope_id` the key must be allowed (403 before the handler
@@ -57,13 +54,26 @@ Handler = Callable[[Call, Any], Awaitable[BaseModel]]
 """`async def handler(call: Call, body: TheRequestModel) -> TheResponseModel`."""
 
 
-def admit(operation: Operation, call: Call, body: Any) -> None:
+class Performed(Protocol):
+    """What performing needs of an operation (a row of `server.operations.OPERATIONS`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def scope(self) -> ScopeRule: ...
+
+    @property
+    def handler(self) -> Handler | None: ...
+
+
+def admit(operation: Performed, call: Call, body: Any) -> None:
     """Refuse (403) a body naming a scope the key may not use, when the operation names one."""
     if operation.scope == "body":
         call.grant.require(_scope_id(body))
 
 
-async def perform(operation: Operation, call: Call, body: Any) -> BaseModel:
+async def perform(operation: Performed, call: Call, body: Any) -> BaseModel:
     """Run `operation` for `call`: the scope rule first, then the handler."""
     admit(operation, call, body)
     assert operation.handler is not None, f"{operation.name} is served by a raw route only"

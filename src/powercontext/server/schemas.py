@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from powercontext.memory.filters import MemoryFilter
-from powercontext.memory.models import (
+from powercontext.memory.values import (
     MAX_KIND_CHARS,
     MAX_METADATA_BYTES,
     MAX_REASON_CHARS,

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from powercontext.memory.filters import MemoryFilter
-from powercontext.memory.models import (
+from powercontext.memory.values import (
     MAX_QUERY_BYTES,
     Channel,
     QueryText,

@@ -18,13 +18,13 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from powercontext.memory.errors import MemoryValidationError
-from powercontext.memory.models import ScopeId
 from powercontext.memory.transfer import (
     FORMAT,
     FORMAT_VERSION,
     OnExisting,
     split_lines,
 )
+from powercontext.memory.values import ScopeId
 from powercontext.server.calls import Call
 from powercontext.server.schemas import MemoryRefModel, _Wire
 

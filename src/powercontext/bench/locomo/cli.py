@@ -17,7 +17,7 @@ from powercontext.bench.locomo.judge import JudgePolicy
 from powercontext.bench.locomo.runner import RerankSetting, RunConfig, run_locomo
 from powercontext.bench.locomo.state import RunStateError
 from powercontext.memory.errors import PowerContextError
-from powercontext.memory.models import SearchMode
+from powercontext.memory.values import SearchMode
 
 app = typer.Typer(help="Benchmarks driven through PowerContext's public interfaces.")
 

@@ -19,7 +19,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from powercontext.bench.locomo.dataset import Conversation, Session, Turn
-from powercontext.memory.models import MAX_TEXT_BYTES, RememberMemoryRequest
+from powercontext.memory.models import RememberMemoryRequest
+from powercontext.memory.values import MAX_TEXT_BYTES
 
 Granularity = Literal["turn", "session"]
 

@@ -31,7 +31,8 @@ from powercontext.bench.locomo.judge import JudgePolicy, judge_answer
 from powercontext.bench.locomo.metrics import score_answer
 from powercontext.bench.locomo.report import ReportPaths, build_results, write_outputs
 from powercontext.bench.locomo.state import RunState
-from powercontext.memory.models import SearchMemoryRequest, SearchMode
+from powercontext.memory.models import SearchMemoryRequest
+from powercontext.memory.values import SearchMode
 
 RerankSetting = Literal["none", "llm"]
 DATABASE_FILE = "locomo.db"

@@ -34,7 +34,7 @@ from powercontext.bench.locomo.dataset import load_dataset
 from powercontext.bench.locomo.ingest import covered_dia_ids, plan_ingest
 from powercontext.bench.locomo.metrics import OVERALL, aggregate, score_ranking
 from powercontext.bench.locomo.tradeoff_report import BY_CLASS, markdown, write_tradeoff
-from powercontext.memory.models import MemoryHit, SearchMemoryRequest, SearchMode
+from powercontext.memory.models import MemoryHit, SearchMemoryRequest
 from powercontext.memory.rerank.listwise import LISTWISE_INSTRUCTIONS, build_listwise_prompt
 from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.candidates import (
@@ -42,6 +42,7 @@ from powercontext.memory.search.candidates import (
     DEFAULT_CLASS_LIMITS,
     classify_query,
 )
+from powercontext.memory.values import SearchMode
 
 MEASURED_LIMITS = (10, 20, 30, 40, 50)
 """The fixed points of the table and of the curve check. 40 is in the curve on purpose: recall

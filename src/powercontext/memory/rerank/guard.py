@@ -17,10 +17,11 @@ from powercontext.memory.errors import (
     InferenceUnavailableError,
     InvalidInferenceOutputError,
 )
-from powercontext.memory.models import DegradedCause, MemoryHit, MemoryRerankDecision
+from powercontext.memory.models import MemoryHit, MemoryRerankDecision
 from powercontext.memory.ports import MemoryReranker
 from powercontext.memory.rerank.cache import RerankCache
 from powercontext.memory.rerank.deadline import rerank_deadline
+from powercontext.memory.values import DegradedCause
 
 FailurePolicy = Literal["fail_closed", "fail_open"]
 

@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass
 
 from powercontext.memory.bounds import at_least_one
-from powercontext.memory.models import MemoryHit, normalize_text
+from powercontext.memory.models import MemoryHit
+from powercontext.memory.values import normalize_text
 
 POLICY_ID = "powercontext.memory.rerank.listwise.v1"
 

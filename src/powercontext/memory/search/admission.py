@@ -6,9 +6,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from powercontext.memory.models import Channel
 from powercontext.memory.ports import FtsCandidate, VectorCandidate
 from powercontext.memory.search.fields import matched_terms, term_fields
+from powercontext.memory.values import Channel
 
 DEFAULT_MIN_SIMILARITY = 0.3
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from powercontext.memory.models import Channel, ChannelScore
+from powercontext.memory.models import ChannelScore
+from powercontext.memory.values import Channel
 
 DEFAULT_RRF_K = 60
 CHANNEL_ORDER: tuple[Channel, ...] = ("fts", "vector")

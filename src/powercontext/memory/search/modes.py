@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from powercontext.memory.errors import CapabilityNotSupportedError
-from powercontext.memory.models import ResolvedMode, SearchMode
+from powercontext.memory.values import ResolvedMode, SearchMode
 
 EMBEDDING_VARIABLE = "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL"
 HYBRID_SEARCH_HINT = (

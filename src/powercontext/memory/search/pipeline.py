@@ -30,7 +30,6 @@ from powercontext.memory.models import (
     MemoryRef,
     MemoryRerankTrace,
     MemorySearchPage,
-    ResolvedMode,
     SearchMemoryRequest,
 )
 from powercontext.memory.ports import (
@@ -59,6 +58,7 @@ from powercontext.memory.search.participants import favour_participants, named_p
 from powercontext.memory.search.ranks import resolve
 from powercontext.memory.search.rerank_trace import log_rerank, rerank_trace
 from powercontext.memory.search.vector_feedback import VectorFeedbackConfig, with_vector_feedback
+from powercontext.memory.values import ResolvedMode
 from powercontext.memory.vectors import unit_vector
 
 if TYPE_CHECKING:

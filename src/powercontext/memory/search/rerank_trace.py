@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import logging
 
-from powercontext.memory.models import (
-    MemoryHit,
-    MemoryRerankDecision,
-    MemoryRerankTrace,
-    RerankStatus,
-)
+from powercontext.memory.models import MemoryHit, MemoryRerankDecision, MemoryRerankTrace
 from powercontext.memory.search.candidates import CandidateChoice
 from powercontext.memory.search.ranks import normalize_ranks
+from powercontext.memory.values import RerankStatus
 
 rerank_log = logging.getLogger("powercontext.memory.rerank")
 
