@@ -1,9 +1,9 @@
 """Performing one operation: who calls (the key's grant), what it may touch, and the runtime.
 
 Every surface (HTTP v1, MCP, the inspector) authenticates its own way, then hands the grant
-and the validated body to `perform`, which checks the scope rule of the operation before its
-handler runs. Handlers reach a scope's memory only through `Call.memory`, which checks the
-grant again, so no handler can forget the check.
+and the validated body to `Operation.perform` (server.operations), which checks the row's
+scope rule before its handler runs. Handlers reach a scope's memory only through
+`Call.memory`, which checks the grant again, so no handler can forget the check.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal
 
 from fastapi import Body, Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -25,10 +25,6 @@ from powercontext.server.state import ServerState, state_of
 ScopeRule = Literal["body", "key"]
 """`body`: the request names a `scope_id` the key must be allowed (403 before the handler
 runs); `key`: the request names no scope, and the handler answers only what the key allows."""
-
-
-class ScopedBody(Protocol):
-    scope_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,36 +48,6 @@ class Call:
 
 Handler = Callable[[Call, Any], Awaitable[BaseModel]]
 """`async def handler(call: Call, body: TheRequestModel) -> TheResponseModel`."""
-
-
-class Performed(Protocol):
-    """What performing needs of an operation (a row of `server.operations.OPERATIONS`)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def scope(self) -> ScopeRule: ...
-
-    @property
-    def handler(self) -> Handler | None: ...
-
-
-def admit(operation: Performed, call: Call, body: Any) -> None:
-    """Refuse (403) a body naming a scope the key may not use, when the operation names one."""
-    if operation.scope == "body":
-        call.grant.require(_scope_id(body))
-
-
-async def perform(operation: Performed, call: Call, body: Any) -> BaseModel:
-    """Run `operation` for `call`: the scope rule first, then the handler."""
-    admit(operation, call, body)
-    assert operation.handler is not None, f"{operation.name} is served by a raw route only"
-    return await operation.handler(call, body)
-
-
-def _scope_id(body: ScopedBody) -> str:
-    return body.scope_id
 
 
 bearer = HTTPBearer(

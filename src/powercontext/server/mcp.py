@@ -40,7 +40,7 @@ from powercontext.config import ServerSettings
 from powercontext.memory.error_codes import BY_CODE
 from powercontext.memory.errors import PowerContextError
 from powercontext.server.auth import ApiKeyAuthority, KeyGrant, is_loopback
-from powercontext.server.calls import Call, perform
+from powercontext.server.calls import Call
 from powercontext.server.errors import UnauthorizedError, describe, error_response
 from powercontext.server.mcp_tools import INSTRUCTIONS, MEMORY_TOOLS
 from powercontext.server.state import ServerState
@@ -165,7 +165,7 @@ class McpTools:
         try:
             grant = self._grant(ctx)
             body = tool.request.model_validate(params.arguments or {})
-            result = await perform(tool.operation, Call(grant, self._state), body)
+            result = await tool.operation.perform(Call(grant, self._state), body)
         except ValidationError as exc:
             return _validation_error(exc)
         except PowerContextError as exc:

@@ -2,7 +2,7 @@
 
 Each tool's input schema is its v1 request model's JSON schema and its output schema is the
 v1 response model's (server/schemas.py), and a call runs the operation's handler through
-`perform`, so the two surfaces cannot drift apart. The same tuple serves both transports:
+`Operation.perform`, so the two surfaces cannot drift apart. The same tuple serves both transports:
 streamable HTTP at `/mcp` and stdio (`powercontext mcp`).
 """
 

@@ -1,7 +1,8 @@
 """HTTP v1 routes: the memory operations registered from `OPERATIONS`, and the probes.
 
 Every memory route authenticates first (a FastAPI dependency resolved before the body is
-validated), then `perform` checks the operation's scope rule before its handler runs.
+validated), then `Operation.perform` checks the operation's scope rule before its handler
+runs.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 
 from powercontext import __version__
 from powercontext.memory.error_codes import described
-from powercontext.server.calls import Call, bearer, caller, declare_endpoint, perform
+from powercontext.server.calls import Call, bearer, caller, declare_endpoint
 from powercontext.server.contract import RAW_SCHEMAS
 from powercontext.server.metrics import CONTENT_TYPE
 from powercontext.server.operations import OPERATIONS, HttpRoute, Operation
@@ -62,7 +63,7 @@ def _endpoint(operation: Operation, route: HttpRoute) -> Any:
             return await raw(call, request)
         if body is None:  # a GET: the request model takes no arguments
             body = operation.request()
-        return _json(await perform(operation, call, body))
+        return _json(await operation.perform(call, body))
 
     body = operation.request if route.method == "POST" and raw is None else None
     return declare_endpoint(endpoint, operation.operation_id, body)

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from powercontext.memory.errors import NotFoundError
-from powercontext.server.calls import Call, admit, declare_endpoint
+from powercontext.server.calls import Call, declare_endpoint
 from powercontext.server.html_page import html_page
 from powercontext.server.operations import OPERATIONS, InspectorRoute, Operation
 from powercontext.server.state import state_of
@@ -81,7 +81,7 @@ def _endpoint(operation: Operation, route: InspectorRoute) -> Any:
         if body is None:  # a GET: the request model takes no arguments
             body = operation.request()
         call = Call(grant, state_of(request))
-        admit(operation, call, body)
+        operation.admit(call, body)
         return _json(await route.view(call, body))
 
     body = operation.request if route.method == "POST" else None
