@@ -42,7 +42,7 @@ from search_latency import SCOPE, ingest, settings
 
 from powercontext import open_runtime
 from powercontext.memory import SearchMemoryRequest
-from powercontext.storage.sqlite import IndexOptions, SqliteMemoryStore, snapshots
+from powercontext.storage.sqlite import IndexOptions, SqliteMemoryStore, mapped
 
 MODES = ("vector", "fts", "hybrid")
 
@@ -150,7 +150,7 @@ def main() -> None:
     if not db.with_suffix(".queries.json").exists():
         figures["build"] = build(db, args.entries, args.queries)
         print(f"built {db}: {figures['build']}", flush=True)
-    snapshots.discard(db)
+    mapped.discard(db)
     runs: dict[str, dict[str, Any]] = {}
     for label, use_snapshots in (("before", False), ("first", True), ("second", True)):
         runs[label] = child(db, use_snapshots, args.queries)

@@ -16,7 +16,13 @@ from powercontext.memory.ports import (
     PlannedChange,
     VectorQuery,
 )
-from powercontext.storage.sqlite import SqliteMemoryStore, signbits, snapshots, vectors
+from powercontext.storage.sqlite import (
+    SqliteMemoryStore,
+    mapped,
+    signbits,
+    vector_snapshots,
+    vectors,
+)
 from powercontext.storage.sqlite.ann import IndexOptions
 from powercontext.storage.sqlite.vectors import VectorMatrix
 from tests.integration.planned import planned_adds
@@ -141,8 +147,8 @@ async def test_small_matrices_and_memory_databases_write_no_snapshot(tmp_path: P
     path = tmp_path / "memory.sqlite3"
     await _filled(path, 99)
     assert not list((tmp_path / "memory.sqlite3.cache").glob("*"))
-    assert snapshots.snapshot_path(":memory:", "s", "p") is None
-    assert snapshots.discard(":memory:") == 0
+    assert vector_snapshots.snapshot_path(":memory:", "s", "p") is None
+    assert mapped.discard(":memory:") == 0
 
 
 async def test_discard_and_drop_caches_forget_the_snapshot(tmp_path: Path) -> None:

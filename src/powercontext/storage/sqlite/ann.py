@@ -64,7 +64,7 @@ class IndexOptions:
     """Up to this many inactive rows are handled by asking for more results and dropping them."""
     snapshots: bool = True
     """Persist matrices of at least `snapshot_min_rows` rows as memory-mapped files next to
-    the database (snapshots.py), so that a new process maps them instead of reading every
+    the database (vector_snapshots.py), so that a new process maps them instead of reading every
     vector back."""
     snapshot_min_rows: int = 20_000
     fulltext: str = "memory"

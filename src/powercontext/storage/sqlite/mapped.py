@@ -1,6 +1,6 @@
 """One file of numpy arrays behind a JSON header, written aside and renamed, mapped back.
 
-The store's snapshots (snapshots.py for vector matrices, term_snapshots.py for BM25
+The store's snapshots (vector_snapshots.py for vector matrices, term_snapshots.py for BM25
 postings) are laid out as the arrays themselves, so a new process maps them copy-on-write
 (the file is never written through; pages are shared with the page cache and with every
 other process mapping the same file) instead of rebuilding them from the database.
@@ -46,6 +46,21 @@ def cache_dir(db_path: str | Path) -> Path | None:
         return None
     path = Path(db_path)
     return path.with_name(path.name + ".cache")
+
+
+def discard(db_path: str | Path) -> int:
+    """Delete every snapshot of a database, vectors and postings (after deleting vectors or
+    tokens in place). Processes that mapped one keep their mapping until they drop their
+    caches. Returns the number of files removed."""
+    folder = cache_dir(db_path)
+    if folder is None or not folder.is_dir():
+        return 0
+    removed = 0
+    for path in [*folder.glob("vectors-*"), *folder.glob("terms-*")]:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed += 1
+    return removed
 
 
 def _layout(

@@ -44,7 +44,7 @@ _ROTATIONS: dict[int, npt.NDArray[np.float32]] = {}
 
 def rotation(dimension: int) -> npt.NDArray[np.float32]:
     """A fixed random orthogonal matrix: the same for every process and every release, since
-    snapshots (snapshots.py) persist bits computed with it. Computed once per process, or
+    snapshots (vector_snapshots.py) persist bits computed with it. Computed once per process, or
     taken from a snapshot (`adopt_rotation`): its QR took over a second on a loaded machine."""
     found = _ROTATIONS.get(dimension)
     if found is None:

@@ -36,7 +36,7 @@ from powercontext.memory.ports import (
 )
 from powercontext.memory.search.fields import FieldWeights
 from powercontext.storage.common import query_array, validate_plan
-from powercontext.storage.sqlite import erasure, reads, snapshots, writes
+from powercontext.storage.sqlite import erasure, mapped, reads, writes
 from powercontext.storage.sqlite.ann import IndexOptions
 from powercontext.storage.sqlite.connections import (
     MEMORY,
@@ -344,8 +344,8 @@ class SqliteMemoryStore:
                 self._vectors.drop(request.scope_id)
                 # Snapshot files hold the erased tokens and vectors too; a snapshot another
                 # process writes from an older read carries an older erasure count and is
-                # cleared when mapped (storage.sqlite.snapshots).
-                snapshots.discard(self.target)
+                # cleared when mapped (storage.sqlite.vector_snapshots).
+                mapped.discard(self.target)
             return result
 
         return await asyncio.to_thread(run)
@@ -375,11 +375,11 @@ class SqliteMemoryStore:
 
     def drop_caches(self) -> None:
         """Forget this store's cached matrices and postings and delete the database's vector
-        snapshots: what must follow deleting vectors or tokens in place (erasure), which the
-        incremental refresh cannot see. Other processes must drop theirs too."""
+        and term snapshots: what must follow deleting vectors or tokens in place (erasure),
+        which the incremental refresh cannot see. Other processes must drop theirs too."""
         self._vectors.clear()
         self._terms.clear()
-        snapshots.discard(self.target)
+        mapped.discard(self.target)
 
     async def close(self) -> None:
         await asyncio.to_thread(self._pool.close)

@@ -22,7 +22,7 @@ which keeps recall on those. Two rules still keep some searches exact:
   (signbits.SELF_CHECK_RECALL); a matrix that fails is searched exactly.
 
 Matrices of at least `IndexOptions.snapshot_min_rows` rows are persisted as memory-mapped
-snapshots next to the database (snapshots.py): a new process maps one and catches up from it
+snapshots next to the database (vector_snapshots.py): a new process maps one and catches up from it
 instead of reading every vector back.
 """
 
@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from powercontext.memory.errors import MemoryValidationError, StorageError
 from powercontext.memory.ports import Vector, VectorCandidate
-from powercontext.storage.sqlite import snapshots
+from powercontext.storage.sqlite import vector_snapshots
 from powercontext.storage.sqlite.ann import HnswIndex, IndexOptions
 from powercontext.storage.sqlite.lru import LruCache
 from powercontext.storage.sqlite.scope_cache import ScopeCache
@@ -62,7 +62,7 @@ def unit(vector: Vector) -> Vector:
 
 
 class VectorMatrix(ScopeCache):
-    """The cached rows of one (scope, profile) (snapshot: snapshots.py). Callers hold `lock`
+    """The cached rows of one (scope, profile) (snapshot: vector_snapshots.py). Callers hold `lock`
     around refresh + use."""
 
     def __init__(
@@ -124,7 +124,7 @@ class VectorMatrix(ScopeCache):
         write a snapshot if one is due (searches do; the writers' bookkeeping does not, so that
         an ingest does not rewrite it at every quarter of growth)."""
         # After an erasure the vectors, and the ANN graph and sign bits built from them, go.
-        head = self.catch_up(conn, snapshots.restore, self._clear)
+        head = self.catch_up(conn, vector_snapshots.restore, self._clear)
         rows: list[VectorRow] = conn.execute(
             "SELECT e.vector_id, e.key, e.vector, v.added_revision, v.removed_revision "
             "FROM entry_vectors e JOIN entry_versions v ON v.key = e.key "
@@ -140,10 +140,10 @@ class VectorMatrix(ScopeCache):
                 self._apply_removals(conn)
             self.last_head = head
             self._mask = self._inactive = None
-        if persist and snapshots.due(self):
+        if persist and vector_snapshots.due(self):
             if self.bits is not None and self._use_ann(self.size):
                 self._sign_bits_reliable()  # its verdict is saved too: no re-check on mapping
-            snapshots.save(self)
+            vector_snapshots.save(self)
 
     def _upsert(self, rows: Sequence[VectorRow]) -> None:
         dimension = len(rows[0][2]) // 4
@@ -364,7 +364,7 @@ class VectorCache:
         snapshot = (
             None
             if self._db_path is None
-            else snapshots.snapshot_path(self._db_path, scope_id, profile_id)
+            else vector_snapshots.snapshot_path(self._db_path, scope_id, profile_id)
         )
         return VectorMatrix(scope_id, profile_id, self._options, snapshot)
 

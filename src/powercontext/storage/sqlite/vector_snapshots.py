@@ -22,7 +22,6 @@ place (erasure) is invisible to the incremental refresh, so whoever does it must
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import sqlite3
@@ -58,21 +57,6 @@ def snapshot_path(db_path: str | Path, scope_id: str, profile_id: str) -> Path |
         return None
     digest = hashlib.sha256(f"{scope_id}\0{profile_id}".encode()).hexdigest()[:24]
     return folder / f"vectors-{digest}.bin"
-
-
-def discard(db_path: str | Path) -> int:
-    """Delete every snapshot of a database, vectors and postings (after deleting vectors or
-    tokens in place). Processes that mapped one keep their mapping until they drop their
-    caches. Returns the number of files removed."""
-    folder = mapped.cache_dir(db_path)
-    if folder is None or not folder.is_dir():
-        return 0
-    removed = 0
-    for path in [*folder.glob("vectors-*"), *folder.glob("terms-*")]:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-            removed += 1
-    return removed
 
 
 def save(matrix: VectorMatrix) -> None:
