@@ -121,12 +121,30 @@ async def test_a_small_scope_with_a_current_cache_is_searched_on_the_loop(
     assert [(c.key, c.score, c.tokens) for c in again] == [
         (c.key, c.score, c.tokens) for c in first
     ]
-    # a write moves the head: the cache must catch up, in a thread, and sees the new entry
+    # a write moves the head: the cache catches up with the one new entry there and then
     await store.commit(CommitRequest("s", 1, planned_adds(["canoe race"], start=2)))
     threads.calls = 0
     found = await store.fts_candidates(FtsQuery("s", 2, ["canoe"], limit=5))
-    assert threads.calls == 1
+    assert threads.calls == 0
     assert len(found) == 2
+    # more new entries than a search on the loop may read: the catch-up takes a thread
+    monkeypatch.setattr(sqlite_store, "_CATCH_UP_ROWS", 2)
+    await store.commit(CommitRequest("s", 2, planned_adds(["canoe a", "canoe b", "c"], start=3)))
+    threads.calls = 0
+    found = await store.fts_candidates(FtsQuery("s", 3, ["canoe"], limit=5))
+    assert threads.calls == 1
+    assert len(found) == 4
+    # within the bound again: on the loop, and the same answer as a fresh store's
+    await store.commit(CommitRequest("s", 3, planned_adds(["canoe d", "e"], start=6)))
+    threads.calls = 0
+    found = await store.fts_candidates(FtsQuery("s", 4, ["canoe"], limit=5))
+    assert threads.calls == 0
+    fresh = await SqliteMemoryStore.open(tmp_path / "m.db")
+    assert [(c.key, c.score, c.tokens) for c in found] == [
+        (c.key, c.score, c.tokens)
+        for c in await fresh.fts_candidates(FtsQuery("s", 4, ["canoe"], limit=5))
+    ]
+    await fresh.close()
     await store.close()
 
 

@@ -107,8 +107,9 @@ class ScopeTerms(ScopeScoring, ScopeCache):
             tuple[str, FieldWeights], tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]
         ] = {}
 
-    def refresh(self, conn: sqlite3.Connection) -> None:
-        """Catch up with the database, within the caller's read transaction."""
+    def refresh(self, conn: sqlite3.Connection, *, persist: bool = True) -> None:
+        """Catch up with the database, within the caller's read transaction; `persist`: also
+        write the snapshot file when one is due."""
         head = self.catch_up(conn, term_snapshots.restore, self.reset)
         rewrite = self._last_rewrite_seq(conn)
         if rewrite > self.last_rewrite and self._many_rewrites(conn):
@@ -118,7 +119,7 @@ class ScopeTerms(ScopeScoring, ScopeCache):
             self._catch_up(conn, head)
         if rewrite > self.last_rewrite:
             self._replay_rewrites(conn, rewrite, cached)
-        if term_snapshots.due(self, self._snapshot_min_rows):
+        if persist and term_snapshots.due(self, self._snapshot_min_rows):
             term_snapshots.save(self)
 
     def is_current(self, conn: sqlite3.Connection) -> bool:
@@ -130,6 +131,26 @@ class ScopeTerms(ScopeScoring, ScopeCache):
         if head != self.last_head or erasures != self.erasures:
             return False
         return self._last_rewrite_seq(conn) <= self.last_rewrite
+
+    def refresh_if_small(self, conn: sqlite3.Connection, rows: int) -> bool:
+        """Catch up now when that means reading at most `rows` new versions and token
+        rewrites and nothing else (no snapshot to map first, no erasure to drop), without
+        writing a snapshot: the few rows a write or two added, cheap enough for a search on
+        the event loop. False when the cache is further behind (`refresh` in a thread)."""
+        if not self._snapshot_tried:
+            return False
+        if head_and_erasures(conn, self.scope_id)[1] != self.erasures:
+            return False
+        pending = conn.execute(
+            "SELECT (SELECT count(*) FROM (SELECT 1 FROM entry_versions "
+            "WHERE scope_id = ?1 AND key > ?2 LIMIT ?4)) + (SELECT count(*) FROM (SELECT 1 "
+            "FROM fts_rewrites WHERE scope_id = ?1 AND seq > ?3 LIMIT ?4))",
+            (self.scope_id, self.last_key, self.last_rewrite, rows + 1),
+        ).fetchone()[0]
+        if int(pending) > rows:
+            return False
+        self.refresh(conn, persist=False)
+        return True
 
     def _last_rewrite_seq(self, conn: sqlite3.Connection) -> int:
         row = conn.execute(

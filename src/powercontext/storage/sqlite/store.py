@@ -54,6 +54,9 @@ _POINT_READ_ROWS = 64
 _SMALL_SCOPE_ROWS = 16_384
 """A scope of at most this many cached versions is searched by full text on the event loop
 when its cache is current: a few hundred microseconds, less than the thread hand-off costs."""
+_CATCH_UP_ROWS = 64
+"""...or when its cache is at most this many new versions and token rewrites behind (a write
+or two since the last search), which it reads there first."""
 
 
 class SqliteMemoryStore:
@@ -205,11 +208,13 @@ class SqliteMemoryStore:
                 return search()
 
         def at_once(conn: sqlite3.Connection) -> list[FtsCandidate]:
-            # Only a cache with nothing to read: catching up may take long, and takes a thread.
+            # Only a cache with little or nothing to read: a longer catch-up takes a thread.
             if not postings.lock.acquire(blocking=False):
                 raise WouldWait
             try:
-                if not postings.is_current(conn):
+                if not postings.is_current(conn) and not postings.refresh_if_small(
+                    conn, _CATCH_UP_ROWS
+                ):
                     raise WouldWait
                 return search()
             finally:
