@@ -53,6 +53,15 @@ def _vocabulary(size: int, rng: random.Random) -> list[str]:
     return sorted(words)
 
 
+def workload(seed: int) -> tuple[random.Random, list[str], list[str]]:
+    """The generator (to seed the store with), the 2,000-word vocabulary and the 1,000
+    queries of 1-3 words that every HTTP benchmark on this store uses."""
+    rng = random.Random(seed)
+    vocabulary = _vocabulary(2000, rng)
+    queries = [" ".join(rng.choices(vocabulary, k=rng.randint(1, 3))) for _ in range(1000)]
+    return rng, vocabulary, queries
+
+
 async def seed(db: Path, entries: int, vocabulary: list[str], rng: random.Random) -> float:
     settings = ServerSettings(
         database=DatabaseConfig(url=f"sqlite:///{db}"),
@@ -238,9 +247,7 @@ def _per_request(cpu_seconds: float | None, requests: int) -> float | None:
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
-    rng = random.Random(args.seed)
-    vocabulary = _vocabulary(2000, rng)
-    queries = [" ".join(rng.choices(vocabulary, k=rng.randint(1, 3))) for _ in range(1000)]
+    rng, vocabulary, queries = workload(args.seed)
     with tempfile.TemporaryDirectory(prefix="pc-http-load-") as tmp:
         db = Path(tmp) / "load.db"
         seed_seconds = await seed(db, args.entries, vocabulary, rng)

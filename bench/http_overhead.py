@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import random
 import statistics
 import sys
 import tempfile
@@ -62,6 +61,24 @@ def _scope(body: bytes) -> dict[str, Any]:
     }
 
 
+async def search_through(app: Any, query: str) -> None:
+    """One fts search (limit 10) of the bench scope through the ASGI app, as a client sends
+    it; raises unless it answers 200."""
+    payload = {"scope_id": http_load.SCOPE, "query": query, "limit": 10, "mode": "fts"}
+    body = json.dumps(payload).encode()
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(_scope(body), receive, send)
+    if sent[0]["status"] != 200:
+        raise RuntimeError(f"search answered {sent[0]['status']}")
+
+
 @contextlib.contextmanager
 def _hops_inlined() -> Iterator[None]:
     """The store's `asyncio.to_thread` calls run on the loop: the search's own CPU, without
@@ -90,19 +107,7 @@ async def measure(db: Path, queries: list[str], per_round: int, rounds: int) -> 
         memory = state.runtime.memory.for_scope(http_load.SCOPE)
 
         async def through_app(query: str) -> None:
-            payload = {"scope_id": http_load.SCOPE, "query": query, "limit": 10, "mode": "fts"}
-            body = json.dumps(payload).encode()
-            sent: list[dict[str, Any]] = []
-
-            async def receive() -> dict[str, Any]:
-                return {"type": "http.request", "body": body, "more_body": False}
-
-            async def send(message: dict[str, Any]) -> None:
-                sent.append(message)
-
-            await app(_scope(body), receive, send)
-            if sent[0]["status"] != 200:
-                raise RuntimeError(f"search answered {sent[0]['status']}")
+            await search_through(app, query)
 
         async def search_only(query: str) -> None:
             body = SearchRequest(scope_id=http_load.SCOPE, query=query, limit=10, mode="fts")
@@ -136,9 +141,7 @@ async def measure(db: Path, queries: list[str], per_round: int, rounds: int) -> 
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
-    rng = random.Random(args.seed)
-    vocabulary = http_load._vocabulary(2000, rng)
-    queries = [" ".join(rng.choices(vocabulary, k=rng.randint(1, 3))) for _ in range(1000)]
+    rng, vocabulary, queries = http_load.workload(args.seed)
     with tempfile.TemporaryDirectory(prefix="pc-http-overhead-") as tmp:
         db = Path(tmp) / "load.db"
         await http_load.seed(db, args.entries, vocabulary, rng)

@@ -7,14 +7,13 @@ the same searches twice, once with the store's `_CATCH_UP_ROWS` bound at 0 (a ca
 anything to read takes a worker thread, as before this bound existed) and once at its
 default, in alternating order; the write's own CPU is not counted.
 
-    python bench/search_after_writes.py    # writes bench/results/search_after_writes.json
+    python bench/search_after_writes.py --rounds 12   # bench/results/search_after_writes.json
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import statistics
 import sys
@@ -25,16 +24,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import corpus
 import http_load
-from http_overhead import _scope
+from http_overhead import search_through
 
 from powercontext import ServerSettings
 from powercontext.config import DatabaseConfig, InferenceConfig
 from powercontext.memory import RememberMemoryRequest
 from powercontext.server.app import create_app
 from powercontext.storage.sqlite import store as sqlite_store
-
-RESULTS = Path(__file__).resolve().parent / "results" / "search_after_writes.json"
 
 
 async def measure(
@@ -54,24 +52,8 @@ async def measure(
         assert state.runtime is not None
         memory = state.runtime.memory.for_scope(http_load.SCOPE)
 
-        async def search(query: str) -> None:
-            body = json.dumps(
-                {"scope_id": http_load.SCOPE, "query": query, "limit": 10, "mode": "fts"}
-            ).encode()
-            sent: list[dict[str, Any]] = []
-
-            async def receive() -> dict[str, Any]:
-                return {"type": "http.request", "body": body, "more_body": False}
-
-            async def send(message: dict[str, Any]) -> None:
-                sent.append(message)
-
-            await app(_scope(body), receive, send)
-            if sent[0]["status"] != 200:
-                raise RuntimeError(f"search answered {sent[0]['status']}")
-
         for query in queries:  # warm: every row's token set and every term seen once
-            await search(query)
+            await search_through(app, query)
         for round_ in range(args.rounds):
             order = list(bounds) if round_ % 2 == 0 else list(reversed(bounds))
             for name in order:
@@ -83,7 +65,7 @@ async def measure(
                         text = " ".join(rng.choices(vocabulary, k=http_load.WORDS_PER_ENTRY))
                         await memory.remember(RememberMemoryRequest(text=text))
                     started, cpu_started = time.perf_counter(), time.process_time()
-                    await search(queries[(round_ * args.searches + i) % len(queries)])
+                    await search_through(app, queries[(round_ * args.searches + i) % len(queries)])
                     spent += time.process_time() - cpu_started
                     if wrote:
                         walls.append((time.perf_counter() - started) * 1e6)
@@ -102,15 +84,11 @@ async def measure(
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
-    rng = random.Random(args.seed)
-    vocabulary = http_load._vocabulary(2000, rng)
-    queries = [" ".join(rng.choices(vocabulary, k=rng.randint(1, 3))) for _ in range(1000)]
+    rng, vocabulary, queries = http_load.workload(args.seed)
     with tempfile.TemporaryDirectory(prefix="pc-search-after-writes-") as tmp:
         db = Path(tmp) / "load.db"
         await http_load.seed(db, args.entries, vocabulary, rng)
         result = await measure(db, queries, vocabulary, args)
-    for name, figures in result.items():
-        print(name, json.dumps(figures), flush=True)
     return {
         "benchmark": "search_after_writes",
         "entries": args.entries,
@@ -121,20 +99,13 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     } | result
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--entries", type=int, default=10_000)
     parser.add_argument("--every", type=int, default=3, help="one write every N searches")
     parser.add_argument("--searches", type=int, default=300, help="per round and setting")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--output", type=Path, default=RESULTS)
-    return parser.parse_args(argv)
-
-
-if __name__ == "__main__":
-    arguments = parse_args()
-    report = asyncio.run(main(arguments))
-    arguments.output.parent.mkdir(parents=True, exist_ok=True)
-    arguments.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {arguments.output}")
+    parser.add_argument("--output", default="search_after_writes", help="results file name")
+    arguments = parser.parse_args()
+    corpus.write_results(arguments.output, asyncio.run(main(arguments)))

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from powercontext.memory.errors import StorageError
-from powercontext.memory.ports import CommitRequest, FtsQuery
+from powercontext.memory.ports import CommitRequest, FtsQuery, PlannedChange
 from powercontext.storage.sqlite import SqliteMemoryStore
 from powercontext.storage.sqlite import store as sqlite_store
 from powercontext.storage.sqlite.connections import WouldWait
@@ -94,17 +94,20 @@ async def test_a_point_read_on_a_locked_database_waits_in_a_worker_thread_not_on
 
 
 class _Threads:
-    """Counts the store's hand-offs to worker threads (and still makes them)."""
+    """Counts this store's reads handed to worker threads (and still makes them). Its own
+    reads only: counting every `asyncio.to_thread` of the process would count anything else
+    the test run has going."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, store: SqliteMemoryStore) -> None:
         self.calls = 0
-        original = asyncio.to_thread
+        pool = store._pool
+        original = pool.read
 
-        async def counted(func: Any, /, *args: Any, **kwargs: Any) -> Any:
+        def counted(work: Any, doing: str) -> Any:
             self.calls += 1
-            return await original(func, *args, **kwargs)
+            return original(work, doing)
 
-        monkeypatch.setattr(asyncio, "to_thread", counted)
+        monkeypatch.setattr(pool, "read", counted)
 
 
 async def test_a_small_scope_with_a_current_cache_is_searched_on_the_loop(
@@ -112,7 +115,7 @@ async def test_a_small_scope_with_a_current_cache_is_searched_on_the_loop(
 ) -> None:
     store = await SqliteMemoryStore.open(tmp_path / "m.db")
     await store.commit(CommitRequest("s", None, planned_adds(["canoe trip", "lake day"])))
-    threads = _Threads(monkeypatch)
+    threads = _Threads(monkeypatch, store)
     query = FtsQuery("s", 1, ["canoe"], limit=5)
     first = await store.fts_candidates(query)  # fills the cache: a thread
     assert threads.calls == 1
@@ -139,10 +142,18 @@ async def test_a_small_scope_with_a_current_cache_is_searched_on_the_loop(
     threads.calls = 0
     found = await store.fts_candidates(FtsQuery("s", 4, ["canoe"], limit=5))
     assert threads.calls == 0
+    assert len(found) == 5
+    # retiring more entries than the bound (no new version at all): a thread again
+    retire = [PlannedChange(op="retire", previous_entry_version_id=f"v{i}") for i in (3, 4, 6)]
+    await store.commit(CommitRequest("s", 4, retire))
+    threads.calls = 0
+    found = await store.fts_candidates(FtsQuery("s", 5, ["canoe"], limit=5))
+    assert threads.calls == 1
+    assert len(found) == 2
     fresh = await SqliteMemoryStore.open(tmp_path / "m.db")
     assert [(c.key, c.score, c.tokens) for c in found] == [
         (c.key, c.score, c.tokens)
-        for c in await fresh.fts_candidates(FtsQuery("s", 4, ["canoe"], limit=5))
+        for c in await fresh.fts_candidates(FtsQuery("s", 5, ["canoe"], limit=5))
     ]
     await fresh.close()
     await store.close()
@@ -155,7 +166,7 @@ async def test_a_large_scope_or_a_busy_cache_is_searched_in_a_thread(
     await store.commit(CommitRequest("s", None, planned_adds(["canoe trip", "lake day"])))
     query = FtsQuery("s", 1, ["canoe"], limit=5)
     expected = await store.fts_candidates(query)
-    threads = _Threads(monkeypatch)
+    threads = _Threads(monkeypatch, store)
     monkeypatch.setattr(sqlite_store, "_SMALL_SCOPE_ROWS", 1)
     assert await store.fts_candidates(query) == expected
     assert threads.calls == 1

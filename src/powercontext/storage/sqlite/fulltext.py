@@ -133,8 +133,8 @@ class ScopeTerms(ScopeScoring, ScopeCache):
         return self._last_rewrite_seq(conn) <= self.last_rewrite
 
     def refresh_if_small(self, conn: sqlite3.Connection, rows: int) -> bool:
-        """Catch up now when that means reading at most `rows` new versions and token
-        rewrites and nothing else (no snapshot to map first, no erasure to drop), without
+        """Catch up now when that means reading at most `rows` new versions, retirements and
+        token rewrites and nothing else (no snapshot to map first, no erasure to drop), without
         writing a snapshot: the few rows a write or two added, cheap enough for a search on
         the event loop. False when the cache is further behind (`refresh` in a thread)."""
         if not self._snapshot_tried:
@@ -143,9 +143,11 @@ class ScopeTerms(ScopeScoring, ScopeCache):
             return False
         pending = conn.execute(
             "SELECT (SELECT count(*) FROM (SELECT 1 FROM entry_versions "
-            "WHERE scope_id = ?1 AND key > ?2 LIMIT ?4)) + (SELECT count(*) FROM (SELECT 1 "
-            "FROM fts_rewrites WHERE scope_id = ?1 AND seq > ?3 LIMIT ?4))",
-            (self.scope_id, self.last_key, self.last_rewrite, rows + 1),
+            "WHERE scope_id = ?1 AND key > ?2 LIMIT ?5)) + (SELECT count(*) FROM (SELECT 1 "
+            "FROM entry_versions WHERE scope_id = ?1 AND removed_revision > ?3 LIMIT ?5)) + "
+            "(SELECT count(*) FROM (SELECT 1 FROM fts_rewrites "
+            "WHERE scope_id = ?1 AND seq > ?4 LIMIT ?5))",
+            (self.scope_id, self.last_key, self.last_head, self.last_rewrite, rows + 1),
         ).fetchone()[0]
         if int(pending) > rows:
             return False

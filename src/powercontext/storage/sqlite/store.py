@@ -55,8 +55,8 @@ _SMALL_SCOPE_ROWS = 16_384
 """A scope of at most this many cached versions is searched by full text on the event loop
 when its cache is current: a few hundred microseconds, less than the thread hand-off costs."""
 _CATCH_UP_ROWS = 64
-"""...or when its cache is at most this many new versions and token rewrites behind (a write
-or two since the last search), which it reads there first."""
+"""...or when its cache is at most this many new versions, retirements and token rewrites
+behind (a write or two since the last search), which it reads there first."""
 
 
 class SqliteMemoryStore:
