@@ -19,7 +19,7 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, get_type_hints
+from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel
 from starlette.requests import Request
@@ -104,22 +104,14 @@ class Operation:
 
     def admit(self, call: Call, body: Any) -> None:
         """Refuse (403) a body naming a scope the key may not use, when the row names one."""
-        if self.scope == "body":
-            call.grant.require(_scope_id(body))
+        if self.scope == "body":  # such a row's request model has a `scope_id`
+            call.grant.require(body.scope_id)
 
     async def perform(self, call: Call, body: Any) -> BaseModel:
         """Run this operation for `call`: the scope rule first, then the handler."""
         self.admit(call, body)
         assert self.handler is not None, f"{self.name} is served by a raw route only"
         return await self.handler(call, body)
-
-
-class _ScopedBody(Protocol):
-    scope_id: str
-
-
-def _scope_id(body: _ScopedBody) -> str:
-    return body.scope_id
 
 
 def _served(
