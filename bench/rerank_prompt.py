@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from powercontext.bench.locomo.dataset import load_dataset
 from powercontext.inference.pydantic_ai import PydanticAIListwiseReranker, RankSelection
 from powercontext.memory.models import MemoryHit, MemoryRef
 from powercontext.memory.rerank import (
@@ -56,22 +57,6 @@ def token_counter() -> tuple[str, Callable[[str], int]]:
         except Exception:  # no cached encoding: fall through to the estimate
             pass
     return "estimate: characters / 4", lambda text: round(len(text) / 4)
-
-
-def turn_text(turn: dict[str, Any]) -> str:
-    text = f"{turn['speaker']}: {turn.get('text', '')}".rstrip()
-    if turn.get("blip_caption"):
-        text += f" and shared {turn['blip_caption']}."
-    return text
-
-
-def sessions(conversation: dict[str, Any]) -> list[list[dict[str, Any]]]:
-    numbered = [
-        (int(key.removeprefix("session_")), value)
-        for key, value in conversation.items()
-        if key.startswith("session_") and isinstance(value, list)
-    ]
-    return [turns for _, turns in sorted(numbered)]
 
 
 def hits(texts: list[str]) -> tuple[MemoryHit, ...]:
@@ -160,24 +145,24 @@ def main() -> None:
     parser.add_argument("--max-candidate-chars", type=int, default=1200)
     args = parser.parse_args()
 
-    samples = json.loads(args.data.read_text(encoding="utf-8"))
-    sample = samples[0]
-    turns = [turn for session in sessions(sample["conversation"]) for turn in session]
+    conversations = load_dataset(args.data).conversations
+    first = conversations[0]
+    turns = [turn for session in first.sessions for turn in session.turns]
     # Evenly spaced over the whole conversation, like a pool retrieved from all its sessions.
     step = len(turns) / args.entries
-    turn_texts = [turn_text(turns[int(i * step)]) for i in range(args.entries)]
+    turn_texts = [turns[int(i * step)].line for i in range(args.entries)]
     session_texts = [
-        "\n".join(turn_text(turn) for turn in session)
-        for sample_ in samples
-        for session in sessions(sample_["conversation"])
+        "\n".join(turn.line for turn in session.turns)
+        for conversation in conversations
+        for session in conversation.sessions
     ][: args.entries]
-    query = sample["qa"][0]["question"]
+    query = first.qa[0].question
     name, count = token_counter()
     budget, limit = args.max_candidate_chars, args.limit
 
     result = {
         "data": str(args.data.name),
-        "sample_id": sample.get("sample_id"),
+        "sample_id": first.sample_id,
         "query": query,
         "limit": limit,
         "max_candidate_chars": budget,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,13 @@ def test_loads_conversations_sessions_and_turns(tiny) -> None:
     assert first.turns_by_id["D1:1"].caption is None
     assert len(tiny.sha256) == 64
     assert tiny.question_count == 12
+
+
+def test_session_dates_parse_to_utc_moments_and_odd_ones_to_none(tiny) -> None:
+    first = tiny.conversations[0].sessions[0]
+    assert first.occurred_at == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    assert replace(first, date_time="sometime in May").occurred_at is None
+    assert replace(first, date_time=None).occurred_at is None
 
 
 def test_sessions_are_enumerated_from_their_keys_in_numeric_order(tiny) -> None:

@@ -11,7 +11,6 @@ from powercontext.bench.locomo.ingest import (
     covered_dia_ids,
     plan_ingest,
     session_requests,
-    turn_text,
 )
 from powercontext.memory.values import MAX_TEXT_BYTES
 
@@ -23,9 +22,9 @@ def conversation():
     return load_dataset(FIXTURE).conversations[0]
 
 
-def test_turn_text_carries_speaker_and_caption() -> None:
+def test_turn_line_carries_speaker_and_caption() -> None:
     plain = Turn(dia_id="D1:1", session=1, position=0, speaker="Alice", text="Hello there.")
-    assert turn_text(plain) == "Alice: Hello there."
+    assert plain.line == "Alice: Hello there."
     shared = Turn(
         dia_id="D1:2",
         session=1,
@@ -34,7 +33,7 @@ def test_turn_text_carries_speaker_and_caption() -> None:
         text="Look!",
         caption="a photo of a cat",
     )
-    assert turn_text(shared) == "Bob: Look! and shared a photo of a cat."
+    assert shared.line == "Bob: Look! and shared a photo of a cat."
 
 
 def test_turn_granularity_one_entry_per_turn(conversation) -> None:

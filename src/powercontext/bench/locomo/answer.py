@@ -12,7 +12,7 @@ from typing import Any
 
 from powercontext.bench.locomo.dataset import Conversation, Turn
 from powercontext.bench.locomo.generation import TextGenerator
-from powercontext.bench.locomo.ingest import covered_dia_ids, turn_text
+from powercontext.bench.locomo.ingest import covered_dia_ids
 
 ABSTENTION = "Not mentioned in the conversation."
 
@@ -65,7 +65,7 @@ def render_context(conversation: Conversation, turns: Sequence[Turn]) -> str:
             session = conversation.session(turn.session)
             date = session.date_time if session and session.date_time else "date unknown"
             blocks.append(f"\n[Session {turn.session}, {date}]")
-        blocks.append(turn_text(turn))
+        blocks.append(turn.line)
     return "\n".join(blocks).strip() or "(no excerpts were retrieved)"
 
 

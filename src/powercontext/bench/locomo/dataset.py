@@ -11,6 +11,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +52,33 @@ class Turn:
     caption: str | None = None
     """The file's `blip_caption` of a shared image, when the turn has one."""
 
+    @property
+    def line(self) -> str:
+        """The turn as one transcript line, `Speaker: text`, with an image caption appended the
+        way the authors' code does: what the harness writes and shows an answering model."""
+        line = f"{self.speaker}: {self.text}" if self.text else f"{self.speaker}:"
+        if self.caption:
+            line += f" and shared {self.caption}."
+        return line
+
 
 @dataclass(frozen=True, slots=True)
 class Session:
     number: int
     date_time: str | None
+    """As the file writes it, e.g. `1:56 pm on 8 May, 2023`."""
     turns: tuple[Turn, ...]
+
+    @property
+    def occurred_at(self) -> datetime | None:
+        """`date_time` as a UTC moment; None when it is missing or not in the file's format."""
+        if not self.date_time:
+            return None
+        try:
+            moment = datetime.strptime(self.date_time.strip(), "%I:%M %p on %d %B, %Y")
+        except ValueError:
+            return None
+        return moment.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,6 @@ import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from powercontext.bench.locomo.dataset import Conversation, Session, Turn
@@ -33,25 +32,6 @@ class IngestPlan:
     """Sessions that had to be split because they exceed the entry text bound."""
 
 
-def turn_text(turn: Turn) -> str:
-    """`Speaker: text`, with an image caption appended the way the authors' code does."""
-    text = f"{turn.speaker}: {turn.text}" if turn.text else f"{turn.speaker}:"
-    if turn.caption:
-        text += f" and shared {turn.caption}."
-    return text
-
-
-def session_time(session: Session) -> datetime | None:
-    """LoCoMo writes session dates as `1:56 pm on 8 May, 2023`; None when it is not that."""
-    if not session.date_time:
-        return None
-    try:
-        moment = datetime.strptime(session.date_time.strip(), "%I:%M %p on %d %B, %Y")
-    except ValueError:
-        return None
-    return moment.replace(tzinfo=UTC)
-
-
 def session_thread(conversation: Conversation, session: Session) -> str:
     return f"{conversation.sample_id}/session-{session.number}"
 
@@ -59,9 +39,9 @@ def session_thread(conversation: Conversation, session: Session) -> str:
 def turn_request(conversation: Conversation, session: Session, turn: Turn) -> RememberMemoryRequest:
     return RememberMemoryRequest(
         kind="turn",
-        text=turn_text(turn),
+        text=turn.line,
         thread=session_thread(conversation, session),
-        occurred_at=session_time(session),
+        occurred_at=session.occurred_at,
         metadata={
             "sample_id": conversation.sample_id,
             "dia_id": turn.dia_id,
@@ -76,7 +56,7 @@ def _session_chunks(session: Session, budget: int) -> Iterator[list[Turn]]:
     chunk: list[Turn] = []
     size = 0
     for turn in session.turns:
-        line = len(turn_text(turn).encode("utf-8")) + 1
+        line = len(turn.line.encode("utf-8")) + 1
         if chunk and size + line > budget:
             yield chunk
             chunk, size = [], 0
@@ -104,10 +84,10 @@ def session_requests(
             RememberMemoryRequest(
                 kind="session",
                 # A single turn longer than the bound is cut: the entry must still be written.
-                text=_cut_to_bytes("\n".join(turn_text(turn) for turn in turns), budget),
+                text=_cut_to_bytes("\n".join(turn.line for turn in turns), budget),
                 metadata=metadata,
                 thread=conversation.sample_id,
-                occurred_at=session_time(session),
+                occurred_at=session.occurred_at,
             )
         )
     return requests
