@@ -85,10 +85,11 @@ def _int_field(default: Any = ..., *, ge: int, le: int = MAX_REVISION, descripti
 
 AsOfRevision = Annotated[int | None, Field(ge=1, le=MAX_REVISION, strict=True)]
 """The revision a read is answered at, strict as `_int_field` (null: the head)."""
-MinScore = Annotated[float | None, Field(allow_inf_nan=False)]
-"""The full-text floor on the raw BM25 score: a finite number, compared with `explain`."""
-MinSimilarity = Annotated[float | None, Field(ge=-1.0, le=1.0)]
-"""The vector floor on cosine similarity, hence within [-1, 1]."""
+MinScore = Annotated[float | None, Field(allow_inf_nan=False, strict=True)]
+"""The full-text floor on the raw BM25 score: a finite JSON number (not a boolean or a string),
+compared with `explain`."""
+MinSimilarity = Annotated[float | None, Field(ge=-1.0, le=1.0, strict=True)]
+"""The vector floor on cosine similarity, a JSON number within [-1, 1]."""
 
 
 ErrorCode = Literal[

@@ -96,7 +96,7 @@ class BatchSearchItem(_Wire):
         max_length=MAX_QUERY_BYTES,
         description=f"The query; not blank; at most {MAX_QUERY_BYTES} UTF-8 bytes.",
     )
-    limit: int = Field(default=10, ge=1, le=100, description="As in a single search.")
+    limit: int = _int_field(10, ge=1, le=100, description="As in a single search.")
     mode: SearchMode = Field(default="auto", description="As in a single search.")
     filter: MemoryFilter | None = Field(
         default=None, description="As in a single search, for this search only."
