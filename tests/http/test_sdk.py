@@ -267,6 +267,11 @@ def test_unreachable_server() -> None:
             SyncPowerContextClient(
                 settings=_fast(f"http://127.0.0.1:{port}", max_retries=1)
             ) as client,
-            pytest.raises(ConnectionFailedError),
+            pytest.raises(ConnectionFailedError) as failed,
         ):
             client.health()
+    # Where it tried and what to check, not only the exception's type.
+    message = str(failed.value)
+    assert f"at http://127.0.0.1:{port}: ConnectError" in message
+    assert "powercontext server run" in message
+    assert "POWERCONTEXT_CLIENT_SERVER_URL" in message

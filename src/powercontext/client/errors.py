@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+
 from powercontext.memory import errors as domain
 from powercontext.memory.error_codes import ERRORS
 from powercontext.memory.errors import (
@@ -58,6 +60,26 @@ class ConnectionFailedError(PowerContextError):
     """The server could not be reached, or did not answer within the timeout."""
 
     code = "connection_failed"
+
+
+def connection_failed(exc: httpx.TransportError) -> ConnectionFailedError:
+    """What failed, where, and what to check: the bare exception type alone left a new user
+    guessing at which address was tried."""
+    try:
+        url = exc.request.url
+        where = f" at {url.scheme}://{url.netloc.decode('ascii', 'replace')}"
+    except RuntimeError:  # an error raised before a request was attached
+        where = ""
+    if isinstance(exc, httpx.TimeoutException):
+        what = f"no answer within the timeout ({type(exc).__name__})"
+        hint = "raise POWERCONTEXT_CLIENT_TIMEOUT for large calls, or check the server's load"
+    else:
+        what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        hint = (
+            "is `powercontext server run` running there? Set the address with "
+            "POWERCONTEXT_CLIENT_SERVER_URL (the CLI: --server-url), or use the CLI's --local"
+        )
+    return ConnectionFailedError(f"cannot reach the PowerContext server{where}: {what}; {hint}")
 
 
 class UnauthorizedError(ApiError, domain.UnauthorizedError):

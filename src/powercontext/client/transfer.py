@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from powercontext.client.errors import ApiError, ConnectionFailedError, error_from_response
+from powercontext.client.errors import ApiError, connection_failed, error_from_response
 from powercontext.client.transport import scaled_timeout
 from powercontext.memory.transfer import (
     IMPORT_BATCH_ENTRIES,
@@ -38,10 +38,6 @@ def _error(response: httpx.Response) -> ApiError:
     except ValueError:
         payload = None
     return error_from_response(response.status_code, payload, response.headers.get("x-request-id"))
-
-
-def _failed(exc: httpx.TransportError) -> ConnectionFailedError:
-    return ConnectionFailedError(f"cannot reach the PowerContext server: {type(exc).__name__}")
 
 
 class _LineCounter:
@@ -107,7 +103,7 @@ async def export_lines(
                 if line:
                     yield line + "\n"
     except httpx.TransportError as exc:
-        raise _failed(exc) from exc
+        raise connection_failed(exc) from exc
 
 
 async def import_lines(
@@ -133,7 +129,7 @@ async def import_lines(
         options = _import_options(http.timeout, scope_id, on_existing)
         response = await http.post(IMPORT_PATH, content=body(), **options)
     except httpx.TransportError as exc:
-        raise _failed(exc) from exc
+        raise connection_failed(exc) from exc
     return counter.finish(response)
 
 
@@ -149,7 +145,7 @@ def export_lines_sync(
                 if line:
                     yield line + "\n"
     except httpx.TransportError as exc:
-        raise _failed(exc) from exc
+        raise connection_failed(exc) from exc
 
 
 def import_lines_sync(
@@ -170,5 +166,5 @@ def import_lines_sync(
         options = _import_options(http.timeout, scope_id, on_existing)
         response = http.post(IMPORT_PATH, content=body(), **options)
     except httpx.TransportError as exc:
-        raise _failed(exc) from exc
+        raise connection_failed(exc) from exc
     return counter.finish(response)

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from powercontext.client.errors import ConnectionFailedError, ServerError, error_from_response
+from powercontext.client.errors import ServerError, connection_failed, error_from_response
 from powercontext.client.wire import Call
 
 T = TypeVar("T")
@@ -85,7 +85,7 @@ def _delay_after_failure(
     call is not idempotent or the retries are spent."""
     delay = next(delays, None) if call.idempotent else None
     if delay is None:
-        raise _connection_failed(exc) from exc
+        raise connection_failed(exc) from exc
     return delay
 
 
@@ -98,10 +98,6 @@ def _delay_before_retry(
         if delay is not None:
             return policy.delay_for(response, delay)
     return None
-
-
-def _connection_failed(exc: httpx.TransportError) -> ConnectionFailedError:
-    return ConnectionFailedError(f"cannot reach the PowerContext server: {type(exc).__name__}")
 
 
 class AsyncTransport:
