@@ -53,6 +53,47 @@ def test_validation_error(bare_server: Served, fresh_scope: str, body: dict[str,
     assert all("input" not in e for e in error["details"]["errors"])
 
 
+@pytest.mark.parametrize(
+    ("body", "message", "loc"),
+    [
+        ({"text": "x"}, "scope_id: Field required", ["body", "scope_id"]),
+        (
+            {"scope_id": "s", "text": "x", "occurred_at": "yesterday"},
+            "occurred_at: Input should be a valid datetime",
+            ["body", "occurred_at"],
+        ),
+        (  # a batch is read as a batch: not "text: Field required"
+            {"scope_id": "s", "entries": [{"text": "a"}, {"text": "b", "occurred_at": "8 May"}]},
+            "entries.1.occurred_at: Input should be a valid datetime",
+            ["body", "entries", "1", "occurred_at"],
+        ),
+    ],
+)
+def test_remember_errors_name_the_shape_sent(
+    bare_server: Served, body: dict[str, Any], message: str, loc: list[str]
+) -> None:
+    with bare_server.client() as client:
+        error = _error(client.post("/v1/memory/remember", json=body), 422, "validation_error")
+    assert error["message"].startswith(message), error
+    assert [e["loc"] for e in error["details"]["errors"]] == [loc]
+
+
+def test_a_body_without_the_json_media_type_is_named(bare_server: Served) -> None:
+    body = b'{"scope_id": "s", "query": "q"}'
+    with bare_server.client() as client:
+        form = client.post(
+            "/v1/memory/search",
+            content=body,
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
+        array = client.post("/v1/memory/search", json=["s", "q"])
+    assert _error(form, 422, "validation_error")["message"] == (
+        "body: must be a JSON object sent with Content-Type: application/json "
+        "(got Content-Type: application/x-www-form-urlencoded)"
+    )
+    assert _error(array, 422, "validation_error")["message"] == "body: must be a JSON object"
+
+
 def test_validation_error_of_invalid_json_and_bounds(bare_server: Served) -> None:
     with bare_server.client() as client:
         _error(

@@ -26,6 +26,7 @@ from powercontext.memory.errors import (
     StorageError,
     UnauthorizedError,
 )
+from powercontext.server.schemas import error_location
 
 __all__ = ["ForbiddenError", "UnauthorizedError", "describe", "envelope", "error_response"]
 
@@ -114,7 +115,7 @@ async def _domain_error(request: Request, exc: Exception) -> Response:
 def _validation_details(exc: RequestValidationError | ValidationError) -> dict[str, Any]:
     # Only where and why: `input` and `ctx` may echo memory text back.
     errors = [
-        {"loc": [str(part) for part in error.get("loc", ())], "msg": str(error.get("msg", ""))}
+        {"loc": error_location(error.get("loc", ())), "msg": str(error.get("msg", ""))}
         | {"type": str(error.get("type", ""))}
         for error in exc.errors()[:MAX_VALIDATION_ERRORS]
     ]
@@ -126,8 +127,24 @@ async def _request_validation_error(request: Request, exc: Exception) -> Respons
     details = _validation_details(exc)
     first = details["errors"][0] if details["errors"] else {"loc": [], "msg": "invalid request"}
     where = ".".join(part for part in first["loc"] if part != "body") or "body"
+    message = f"{where}: {first['msg']}"
+    if where == "body" and first.get("type") in _NOT_AN_OBJECT:
+        message = _not_an_object(request.headers.get("content-type"))
     validation = BY_CODE["validation_error"]
-    return error_response(validation.status, validation.code, f"{where}: {first['msg']}", details)
+    return error_response(validation.status, validation.code, message, details)
+
+
+_NOT_AN_OBJECT = frozenset({"model_attributes_type", "model_type", "dict_type"})
+
+
+def _not_an_object(content_type: str | None) -> str:
+    # FastAPI reads a body sent without a JSON media type as bytes, so curl's default
+    # form type showed up as "not a valid dictionary": name the header instead.
+    media_type = (content_type or "").split(";")[0].strip().lower()
+    if media_type == "application/json":
+        return "body: must be a JSON object"
+    sent = f"Content-Type: {media_type}" if media_type else "no Content-Type"
+    return f"body: must be a JSON object sent with Content-Type: application/json (got {sent})"
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

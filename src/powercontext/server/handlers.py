@@ -28,8 +28,8 @@ from powercontext.server.schemas import (
     HeadResponse,
     ListEntriesRequest,
     ReactivateEntryRequest,
-    RememberBatchRequest,
     RememberOneRequest,
+    RememberRequest,
     RetireEntryRequest,
     ReviseEntryRequest,
     WriteResultModel,
@@ -41,9 +41,6 @@ from powercontext.server.search_schemas import (
     SearchRequest,
     SearchResponse,
 )
-
-RememberRequest = RememberOneRequest | RememberBatchRequest
-"""One entry, or a batch written in one revision (one HTTP route, two MCP tools)."""
 
 
 async def remember(call: Call, body: RememberRequest) -> WriteResultModel:

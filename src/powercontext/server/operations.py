@@ -126,7 +126,7 @@ def _served(
 ) -> Operation:
     """A row whose name, request and response are its handler's: `async def name(call,
     body: Request) -> Response` declares them once."""
-    hints = get_type_hints(handler)
+    hints = get_type_hints(handler, include_extras=True)  # keeps a union's Discriminator
     return Operation(
         handler.__name__,
         summary,

@@ -8,10 +8,11 @@ a search response carries the rerank trace only redacted, and only when asked fo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.values import (
@@ -238,6 +239,35 @@ class RememberBatchRequest(_Wire):
     )
     expected_revision: int | None = _expected_field()
     idempotency_key: WireIdempotencyKey | None = _idempotency_field()
+
+
+_UNION_TAGS = frozenset({"entry", "batch"})
+"""The tags of the tagged unions below: validation puts them in an error's location."""
+
+
+def _remember_shape(body: Any) -> str:
+    # A body with `entries` is a batch: its errors then name the batch's fields only, never
+    # "text: Field required" for a batch whose third entry has a bad date.
+    if isinstance(body, dict):
+        return "batch" if "entries" in body else "entry"
+    return "batch" if isinstance(body, RememberBatchRequest) else "entry"
+
+
+RememberRequest = Annotated[
+    Annotated[RememberOneRequest, Tag("entry")] | Annotated[RememberBatchRequest, Tag("batch")],
+    Discriminator(_remember_shape),
+]
+"""One entry, or a batch written in one revision (one HTTP route, two MCP tools)."""
+
+
+def error_location(loc: Sequence[int | str]) -> list[str]:
+    """A validation error's location as the client wrote the body: without the union tag
+    that says which shape the body was read as (the shape follows from the body)."""
+    parts = [str(part) for part in loc]
+    at = 1 if parts[:1] == ["body"] else 0
+    if len(parts) > at and parts[at] in _UNION_TAGS:
+        del parts[at]
+    return parts
 
 
 class ListEntriesRequest(_Wire):
