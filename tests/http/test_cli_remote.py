@@ -53,6 +53,31 @@ def test_cli_talks_to_a_server(open_server: Served, fresh_scope: str) -> None:
     assert missing.exit_code != 0 and "not_found" in missing.output
 
 
+def test_cli_search_json_is_the_api_json(open_server: Served, fresh_scope: str) -> None:
+    """docs/http.md: `--json` prints the API's JSON; the hits too, field for field."""
+    env = {"POWERCONTEXT_CLIENT_SERVER_URL": open_server.url}
+    written = runner.invoke(
+        app,
+        ["memory", "remember", "Threaded remote fact", "--scope", fresh_scope, "--thread", "t-1",
+         "--occurred-at", "2021-05-01T10:00:00+02:00", "--json"],
+        env=env,
+    )  # fmt: skip
+    assert written.exit_code == 0, written.output
+    query = {"query": "remote fact", "mode": "fts", "revision": 1}
+    shown = runner.invoke(
+        app,
+        ["memory", "search", query["query"], "--scope", fresh_scope, "--mode", "fts",
+         "--revision", "1", "--json"],
+        env=env,
+    )  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    with open_server.client() as http:
+        api = http.post("/v1/memory/search", json={"scope_id": fresh_scope, **query}).json()
+    cli = json.loads(shown.stdout)
+    assert cli["hits"] and cli == api
+    assert {"thread", "occurred_at", "explain"} <= set(cli["hits"][0])
+
+
 def test_cli_reports_auth_errors(auth_server: Served) -> None:
     args = ["memory", "list", "--scope", "scope-a", "--server-url", auth_server.url]
     anonymous = runner.invoke(app, args)

@@ -134,3 +134,28 @@ def test_revise_reactivate_changes_head_and_history(env: dict[str, str]) -> None
 
     missing = runner.invoke(app, ["memory", "history", "nope", "--scope", "p", "--local"], env=env)
     assert missing.exit_code == 1 and "not_found" in missing.stderr
+
+
+def test_changes_hints_more_only_when_changes_remain(env: dict[str, str]) -> None:
+    for text in ("one", "two", "three", "four"):
+        _json(env, "memory", "remember", text, "--scope", "p")
+    whole = _ok(env, "memory", "changes", "--scope", "p", "--since", "0")
+    assert "4 changes" in whole and "more:" not in whole
+    first = _ok(env, "memory", "changes", "--scope", "p", "--limit", "3")
+    assert first.rstrip().endswith("more: --since 3")
+    last = _ok(env, "memory", "changes", "--scope", "p", "--since", "3")
+    assert "1 change ·" in last and "more:" not in last
+    assert "more:" not in _ok(env, "memory", "changes", "--scope", "empty")
+
+
+def test_history_says_which_revision_a_version_is_not_active_at(env: dict[str, str]) -> None:
+    first = _json(env, "memory", "remember", "We deploy on Fridays.", "--scope", "p")
+    _json(env, "memory", "revise", _token(first["entries"][0]["citation"]), "Tuesdays.",
+          "--scope", "p")  # fmt: skip
+    _json(env, "memory", "remember", "unrelated", "--scope", "p")
+    entry_id = first["entries"][0]["entry_id"]
+    at_two = _ok(env, "memory", "history", entry_id, "--scope", "p", "--revision", "2")
+    assert "v1 · fact" in at_two and "· not active at revision 2" in at_two
+    assert "at head" not in at_two
+    at_head = _ok(env, "memory", "history", entry_id, "--scope", "p")
+    assert "· not active at head" in at_head and "at revision" not in at_head

@@ -22,13 +22,14 @@ def test_forget_asks_first_then_erases_and_records_the_local_actor(env: dict[str
 
     declined = runner.invoke(app, command, input="n\n", env=env)
     assert declined.exit_code == 1 and "nothing was erased" in declined.output
+    assert "Erase 1 entry of 'p' for good?" in declined.output
     assert (
         run_json(env, "memory", "get", entry_id, "--scope", "p")["text"] == "my pin is 9931 okapi"
     )
 
     confirmed = runner.invoke(app, command, input="y\n", env=env)
     assert confirmed.exit_code == 0, confirmed.output
-    assert "erased 1 entries (1 versions)" in confirmed.output
+    assert "erased 1 entry (1 version)" in confirmed.output
 
     gone = runner.invoke(app, ["memory", "get", entry_id, "--scope", "p", "--local"], env=env)
     assert gone.exit_code != 0 and "erased" in gone.output and "okapi" not in gone.output

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from powercontext.cli import app
+from powercontext.server.search_schemas import HitModel
 from tests.unit.cli_local import local_env, run_json, runner
 
 
@@ -58,6 +59,28 @@ def test_remember_search_get_list_retire(env: dict[str, str]) -> None:
     assert run_json(env, "memory", "search", "Lisbon", "--scope", "p")["hits"] == []
 
 
+def test_search_json_hits_carry_every_field_of_the_api_hit(env: dict[str, str]) -> None:
+    run_json(
+        env, "memory", "remember", "Ana moved to Lisbon.", "--scope", "p",
+        "--thread", "chat-7", "--occurred-at", "2021-05-01T10:00:00Z",
+    )  # fmt: skip
+    for args in (("search", "Lisbon"), ("search-batch", "-")):
+        result = runner.invoke(
+            app,
+            ["memory", *args, "--scope", "p", "--mode", "fts", "--local", "--json"],
+            env=env,
+            input="Lisbon\n",
+        )
+        assert result.exit_code == 0, result.output
+        page = json.loads(result.stdout)
+        hit = (page["pages"][0] if "pages" in page else page)["hits"][0]
+        assert set(hit) == set(HitModel.model_fields)
+        # The wire model renders it unchanged: same fields, same JSON form (datetimes too).
+        assert HitModel.model_validate(hit).model_dump(mode="json") == hit
+        assert (hit["thread"], hit["occurred_at"]) == ("chat-7", "2021-05-01T10:00:00Z")
+        assert [(e["channel"], e["rank"]) for e in hit["explain"]] == [("fts", 1)]
+
+
 def test_human_readable_tables(env: dict[str, str]) -> None:
     runner.invoke(
         app,
@@ -66,9 +89,9 @@ def test_human_readable_tables(env: dict[str, str]) -> None:
     )
     result = runner.invoke(app, ["memory", "search", "deploy", "--scope", "t", "--local"], env=env)
     assert result.exit_code == 0, result.output
-    assert "1 hits" in result.stdout and "[bold]deploy[/bold]" in result.stdout
+    assert "1 hit ·" in result.stdout and "[bold]deploy[/bold]" in result.stdout
     listed = runner.invoke(app, ["memory", "list", "--scope", "t", "--local"], env=env)
-    assert "1 entries" in listed.stdout and "t@1" in listed.stdout
+    assert "1 entry ·" in listed.stdout and "t@1" in listed.stdout
 
 
 def test_errors_are_one_line_and_exit_non_zero(env: dict[str, str]) -> None:

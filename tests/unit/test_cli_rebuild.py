@@ -53,7 +53,7 @@ def test_rebuild_reindexes_every_entry_and_clears_the_stale_profile(tmp_path: Pa
     assert json.loads(rebuilt.stdout) == {"a": 3}
     assert search("camping") == ["next time wetsuits", "the lake was cold", "we went camping"]
     again = runner.invoke(app, ["reindex", "--rebuild"], env=env)
-    assert again.exit_code == 0 and "re-indexed 3 entries in 1 scopes" in again.stdout
+    assert again.exit_code == 0 and "re-indexed 3 entries in 1 scope\n" in again.stdout
     bad = runner.invoke(
         app,
         ["memory", "remember", "x", "--scope", "a", "--local", "--occurred-at", "soon"],

@@ -62,7 +62,7 @@ def test_export_to_a_file_and_import_with_a_progress_bar(
     assert json.loads(lines[0])["entry_count"] == 3 and len(lines) == 4
 
     imported = _run(env, "import", str(dump), "--scope", "dst")
-    assert "3 added, 0 replaced, 0 skipped, in 1 revisions" in imported.stdout
+    assert "3 added, 0 replaced, 0 skipped, in 1 revision (head 1)" in imported.stdout
     assert "import dst" in imported.stderr and "3/3" in imported.stderr
     assert _entries(env, "dst") == _entries(env, "src")
 
@@ -72,6 +72,24 @@ def test_export_to_a_file_and_import_with_a_progress_bar(
     assert refused.exit_code != 0 and "revision_conflict" in refused.output
     skipped = _run(env, "import", str(dump), "--scope", "dst", "--on-existing", "skip", "--json")
     assert json.loads(skipped.stdout)["skipped"] == 3
+
+
+def test_import_summary_wraps_only_between_phrases_at_80_columns(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    _seed(env)
+    dump = tmp_path / "src.jsonl"
+    _run(env, "export", "--scope", "src", "--output", str(dump))
+    # Printed as one rich line, these summaries break inside "(head 1)" or "in 1 revision"
+    # (`team-alpha` with the old "revisions").
+    for scope in ("team-alpha", "team-alpha-2", "a-scope-of-24-characters"):
+        shown = _run(env | {"COLUMNS": "80"}, "import", str(dump), "--scope", scope).stdout
+        assert all(len(line) <= 80 for line in shown.splitlines()), shown
+        lines = [line.strip() for line in shown.splitlines()]
+        summary = f"imported into {scope}: 3 added, 0 replaced, 0 skipped, in 1 revision (head 1)"
+        assert " ".join(lines) == summary, shown
+        for phrase in ("in 1 revision", "(head 1)"):
+            assert any(phrase in line for line in lines), shown
 
 
 def test_export_to_stdout_pipes_into_import_from_stdin(env: dict[str, str]) -> None:

@@ -10,6 +10,7 @@ import typer
 
 from powercontext.cli import output
 from powercontext.cli.errors import fail_on_errors
+from powercontext.cli.wording import counted
 
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
 MASK = "********"
@@ -59,7 +60,7 @@ def reindex(
         return
     total = sum(counts.values())
     done = "re-indexed" if rebuild else "embedded"
-    output.console.print(f"{done} {total} entries in {len(counts)} scopes")
+    output.console.print(f"{done} {counted(total, 'entry')} in {counted(len(counts), 'scope')}")
 
 
 def _mask_url(url: str) -> str:

@@ -22,6 +22,7 @@ from powercontext.cli.memory_options import (
     memory_command,
     option_group,
 )
+from powercontext.cli.wording import counted
 from powercontext.memory.erasure import (
     ForgetMemoryRequest,
     ForgetScopeRequest,
@@ -73,8 +74,8 @@ def _print(result: MemoryForgetResult, as_json: bool) -> None:
     ref = result.memory_ref
     where = f"revision {ref.revision} of {escape(ref.scope_id)}" if ref else "nothing"
     output.console.print(
-        f"[green]erased[/] {len(result.entry_ids)} entries ({result.erased_versions} versions): "
-        f"{where}"
+        f"[green]erased[/] {counted(len(result.entry_ids), 'entry')} "
+        f"({counted(result.erased_versions, 'version')}): {where}"
     )
 
 
@@ -94,7 +95,7 @@ def forget(
             reason=erasure.reason,
             expected_revision=erasure.expected_revision,
         )
-    erasure.confirm(f"Erase {len(entry_ids)} entries of {scope!r} for good?")
+    erasure.confirm(f"Erase {counted(len(entry_ids), 'entry')} of {scope!r} for good?")
 
     result = connection.run(scope, lambda m: m.forget(request, **_actor(m)))
     _print(result, connection.as_json)

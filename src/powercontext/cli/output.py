@@ -17,6 +17,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from powercontext.cli.wording import counted, phrase_lines
 from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.history import MemoryEntryHistory
 from powercontext.memory.models import (
@@ -62,13 +63,12 @@ def print_json(payload: Any) -> None:
 
 
 def hit_json(hit: MemoryHit) -> dict[str, Any]:
+    """The API's hit: the runtime hit's own JSON dump (every field, datetimes as the API
+    renders them), its flat revision and ids nested as the `citation` the API returns."""
+    cited = {"memory_ref", "entry_id", "entry_version_id"}
     return {
         "citation": hit.citation.model_dump(mode="json"),
-        "kind": hit.kind,
-        "text": hit.text,
-        "metadata": hit.metadata,
-        "score": hit.score,
-        "matched_by": list(hit.matched_by),
+        **hit.model_dump(mode="json", exclude=cited),
     }
 
 
@@ -82,6 +82,12 @@ def search_json(page: MemorySearchPage) -> dict[str, Any]:
 
 def _ref(ref: MemoryRef | None) -> str:
     return f"{ref.scope_id}@{ref.revision}" if ref else "(empty scope)"
+
+
+def print_phrases(phrases: Sequence[str]) -> None:
+    """One message, wrapped at the console's width only between phrases."""
+    for line in phrase_lines(phrases, console.width):
+        console.print(Text(line))
 
 
 def _print_row(head: str, text: str, citation: MemoryCitation) -> None:
@@ -109,9 +115,10 @@ def print_write(result: MemoryWriteResult, as_json: bool) -> None:
     )
     if result.entries:
         _print_entries(result.entries, "written")
-    if result.vectors_pending:
+    if pending := result.vectors_pending:
+        verb = "awaits" if pending == 1 else "await"
         console.print(
-            f"[yellow]{result.vectors_pending} entries await embedding: run `powercontext reindex`"
+            f"[yellow]{counted(pending, 'entry')} {verb} embedding: run `powercontext reindex`"
         )
 
 
@@ -119,10 +126,8 @@ def print_search(page: MemorySearchPage, as_json: bool) -> None:
     if as_json:
         print_json(search_json(page))
         return
-    console.print(
-        Text(f"{len(page.hits)} hits · {page.mode} · {_ref(page.memory_ref)}", style="bold"),
-        soft_wrap=True,
-    )
+    title = f"{counted(len(page.hits), 'hit')} · {page.mode} · {_ref(page.memory_ref)}"
+    console.print(Text(title, style="bold"), soft_wrap=True)
     for rank, hit in enumerate(page.hits, start=1):
         _print_row(f"{rank:>3}. {hit.score:.4f} · {hit.kind}", hit.text, hit.citation)
 
@@ -153,7 +158,7 @@ def print_entries(page: MemoryEntriesPage, as_json: bool) -> None:
     if as_json:
         print_json(page.model_dump(mode="json"))
         return
-    _print_entries(page.entries, f"{len(page.entries)} entries · {_ref(page.memory_ref)}")
+    _print_entries(page.entries, f"{counted(len(page.entries), 'entry')} · {_ref(page.memory_ref)}")
     if page.next_cursor:
         console.print(f"more: --cursor {page.next_cursor}")
 
@@ -193,11 +198,14 @@ def print_changes(page: MemoryChangesPage, as_json: bool) -> None:
     if as_json:
         print_json(page.model_dump(mode="json"))
         return
-    title = f"{len(page.changes)} changes · {_ref(page.memory_ref)}"
+    title = f"{counted(len(page.changes), 'change')} · {_ref(page.memory_ref)}"
     console.print(Text(title, style="bold"), soft_wrap=True)
     for change in page.changes:
         console.print(Text(_change_line(change)), soft_wrap=True)
-    if page.changes:
+    # The page has no "more" flag, but it never splits a revision and `memory_ref` is the
+    # head: changes remain exactly when the page stopped before the head.
+    head = page.memory_ref.revision if page.memory_ref else 0
+    if page.next_since_revision < head:
         console.print(f"more: --since {page.next_since_revision}", soft_wrap=True)
 
 
@@ -208,16 +216,20 @@ def print_head(ref: MemoryRef | None, scope_id: str, as_json: bool) -> None:
     console.print(Text(_ref(ref) if ref else f"{scope_id}: empty scope"), soft_wrap=True)
 
 
-def print_history(history: MemoryEntryHistory, as_json: bool) -> None:
+def print_history(
+    history: MemoryEntryHistory, as_json: bool, *, revision: int | None = None
+) -> None:
+    """`revision`: the one asked for (None: the head), which `active` is relative to."""
     if as_json:
         print_json(history.model_dump(mode="json"))
         return
-    versions = len(history.versions)
-    title = f"entry {history.entry_id} · {versions} versions · {_ref(history.memory_ref)}"
+    versions = counted(len(history.versions), "version")
+    title = f"entry {history.entry_id} · {versions} · {_ref(history.memory_ref)}"
+    at = "head" if revision is None else f"revision {revision}"
     console.print(Text(title, style="bold"), soft_wrap=True)
     for record in history.versions:
         entry = record.entry
-        state = "active" if entry.active else "not active at head"
+        state = "active" if entry.active else f"not active at {at}"
         head = f"  v{entry.version} · {entry.kind} · {entry.created_at.isoformat()} · {state}"
         _print_row(head, entry.text, entry.citation)
     console.print(Text("changes", style="bold"))

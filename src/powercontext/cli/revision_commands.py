@@ -107,4 +107,4 @@ def history(
     with fail_on_errors():
         entry_id = output.parse_citation(entry, scope).entry_id if ":" in entry else entry
     found = connection.run(scope, lambda m: m.history(entry_id, revision=revision))
-    output.print_history(found, connection.as_json)
+    output.print_history(found, connection.as_json, revision=revision)

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeE
 from powercontext.cli import output
 from powercontext.cli.errors import fail_on_errors
 from powercontext.cli.memory_options import Connection, Scope, memory_command
+from powercontext.cli.wording import counted
 from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.transfer import OnExisting
 
@@ -93,7 +94,7 @@ def export(
             output.print_json({"scope_id": scope, "entries": count, "output": output_file})
         return
     where = "stdout" if output_file == "-" else output_file
-    output.errors.print(f"exported {count} entries of {scope} to {where}")
+    output.errors.print(f"exported {counted(count, 'entry')} of {scope} to {where}")
 
 
 @memory_command
@@ -123,7 +124,13 @@ def import_(
         output.print_json(result.model_dump(mode="json"))
         return
     head = result.memory_ref.revision if result.memory_ref else 0
-    output.console.print(
-        f"imported into {scope}: {result.added} added, {result.replaced} replaced, "
-        f"{result.skipped} skipped, in {result.revisions} revisions (head {head})"
+    output.print_phrases(
+        (
+            f"imported into {scope}:",
+            f"{result.added} added,",
+            f"{result.replaced} replaced,",
+            f"{result.skipped} skipped,",
+            f"in {counted(result.revisions, 'revision')}",
+            f"(head {head})",
+        )
     )
