@@ -179,6 +179,24 @@ def test_not_found(bare_server: Served, fresh_scope: str) -> None:
         _error(client.get("/v1/memory/remember"), 405, "method_not_allowed")
 
 
+def test_a_citation_not_found_names_the_scopes(bare_server: Served, fresh_scope: str) -> None:
+    other = f"{fresh_scope}-other"
+    with bare_server.client() as client:
+        written = client.post("/v1/memory/remember", json={"scope_id": fresh_scope, "text": "x"})
+        cited = written.json()["entries"][0]["citation"]
+        copied = client.post("/v1/memory/entries/get", json={"scope_id": other, "citation": cited})
+        unknown = client.post(
+            "/v1/memory/entries/get",
+            json={"scope_id": fresh_scope, "citation": _citation(fresh_scope)},
+        )
+    assert _error(copied, 404, "not_found")["message"] == (
+        f"the citation is of scope {fresh_scope!r}, not {other!r}"
+    )
+    assert _error(unknown, 404, "not_found")["message"] == (
+        f"the citation names no entry version in scope {fresh_scope!r}"
+    )
+
+
 def test_payload_too_large(bare_server: Served, fresh_scope: str) -> None:
     big = {"scope_id": fresh_scope, "entries": [{"text": "x" * 4000} for _ in range(20)]}
     with bare_server.client() as client:

@@ -35,7 +35,7 @@ from powercontext.cli.memory_options import (
     metadata_object,
     search_options,
 )
-from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.errors import MemoryValidationError, citation_not_found
 from powercontext.memory.models import (
     RememberMemoryRequest,
     RetireMemoryRequest,
@@ -176,7 +176,7 @@ def get(
         cited = output.parse_citation(citation, scope)
     entry = connection.run(scope, lambda m: m.get(cited))
     if entry is None:
-        output.print_error("not_found", "the citation names no entry version in this scope")
+        output.print_error("not_found", citation_not_found(scope, cited.memory_ref.scope_id))
         raise typer.Exit(EXIT_FAILURE)
     output.print_entry(entry, connection.as_json)
 

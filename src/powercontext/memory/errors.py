@@ -116,3 +116,11 @@ class ErasedError(PowerContextError):
         self.entry_id = entry_id
         self.entry_version_id = entry_version_id
         self.erased_revision = erased_revision
+
+
+def citation_not_found(scope_id: str, cited_scope_id: str) -> str:
+    """The message of a citation that resolves to nothing in `scope_id`: it names the scope
+    asked, and the citation's own scope when the two differ (a citation copied across)."""
+    if cited_scope_id != scope_id:
+        return f"the citation is of scope {cited_scope_id!r}, not {scope_id!r}"
+    return f"the citation names no entry version in scope {scope_id!r}"

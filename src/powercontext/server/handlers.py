@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from powercontext.memory.errors import NotFoundError
+from powercontext.memory.errors import NotFoundError, citation_not_found
 from powercontext.memory.history import entry_history as read_entry_history
 from powercontext.memory.models import MemorySearchPage
 from powercontext.server import translate
@@ -106,7 +106,7 @@ async def get_entry(call: Call, body: GetEntryRequest) -> EntryModel:
     """
     entry = await call.memory(body.scope_id).get(translate.citation(body.citation))
     if entry is None:
-        raise NotFoundError("the citation names no entry version in this scope")
+        raise NotFoundError(citation_not_found(body.scope_id, body.citation.memory_ref.scope_id))
     return translate.to_wire(EntryModel, entry)
 
 
