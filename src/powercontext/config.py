@@ -337,7 +337,11 @@ class HttpConfig(_Group):
     parsed. Raise it with RUNTIME_MAX_BATCH_QUERIES. Streamed imports are not subject to it."""
     max_write_body_bytes: int = Field(default=1024 * 1024, ge=64 * 1024)
     """Body limit of remember (one or a batch) and /mcp: parsing JSON holds the GIL and stalls
-    every other request, so large batches are split by the client (the SDK does) instead."""
+    every other request, so a larger batch goes to /v1/memory/remember/stream instead (the SDK
+    sends it there), which parses a line at a time."""
+    max_remember_stream_bytes: int = Field(default=128 * 1024 * 1024, ge=64 * 1024)
+    """Body limit of /v1/memory/remember/stream: the whole batch is held until its one commit,
+    so this bounds the memory one call can take (10,000 entries of 8 KiB fit)."""
 
     @field_validator("api_keys")
     @classmethod

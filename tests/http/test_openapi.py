@@ -62,6 +62,7 @@ def test_every_memory_operation_documents_its_errors() -> None:
         f"/v1/memory/{name}"
         for name in (
             "remember",
+            "remember/stream",
             "search",
             "search/batch",
             "entries/list",

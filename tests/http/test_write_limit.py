@@ -16,7 +16,7 @@ import pytest
 
 from powercontext.client import PowerContextClient, SyncPowerContextClient
 from powercontext.config import DatabaseConfig, HttpConfig, InferenceConfig, ServerSettings
-from powercontext.memory import MemoryValidationError, RememberMemoryRequest
+from powercontext.memory import RememberMemoryRequest, RevisionConflictError
 from powercontext.server import create_app
 from tests.http.conftest import Served
 from tests.http.live import live_server
@@ -69,7 +69,7 @@ def test_remember_over_the_write_limit_is_413_and_writes_nothing(
 ) -> None:
     with limited_server.client() as client:
         error = _too_large(client.post("/v1/memory/remember", json=_batch(fresh_scope, 80)))
-        assert "split the batch" in str(error["message"])
+        assert "/v1/memory/remember/stream" in str(error["message"])
 
         def chunks() -> Iterator[bytes]:  # no Content-Length: counted while streaming
             yield b'{"scope_id": "' + fresh_scope.encode() + b'", "entries": ['
@@ -119,10 +119,11 @@ def test_the_write_limit_is_never_above_the_general_one() -> None:
     assert other.max_bytes == 1 << 26
 
 
-async def test_the_sdk_splits_a_batch_above_the_limit(
+async def test_the_sdk_writes_a_batch_above_the_limit_in_one_revision(
     open_server: Served, fresh_scope: str
 ) -> None:
-    """1.6 MB of entries: one request would be a 413 at the default 1 MiB write limit."""
+    """1.6 MB of entries: one JSON request would be a 413 at the default 1 MiB write limit, so
+    the SDK sends them as JSON lines, still one call and one revision (api-notes)."""
     batch = [
         RememberMemoryRequest(text=f"entry {i} " + "z" * 5000, idempotency_key="big-1")
         for i in range(320)
@@ -132,19 +133,18 @@ async def test_the_sdk_splits_a_batch_above_the_limit(
         written = await memory.remember_many(batch)
         assert [e.text for e in written.entries] == [r.text for r in batch]
         head = await memory.head()
-        assert head is not None and written.memory_ref == head and head.revision == 2
-        # The same call again (as after a lost answer): every part is answered, nothing rewritten.
+        assert head is not None and written.memory_ref == head and head.revision == 1
+        # The same call again (as after a lost answer): answered, nothing rewritten.
         again = await memory.remember_many(batch)
         assert again == written and await memory.head() == head
     with SyncPowerContextClient(open_server.url) as sync_client:
-        sync_written = sync_client.memory.for_scope(fresh_scope).remember_many(
-            [r.model_copy(update={"idempotency_key": "big-2"}) for r in batch[:260]]
-        )
-        assert sync_written.memory_ref.revision == 4  # 260 entries: two parts by count
-        with pytest.raises(MemoryValidationError, match="expected_revision"):
-            sync_client.memory.for_scope(fresh_scope).remember_many(
-                [r.model_copy(update={"expected_revision": 4}) for r in batch]
-            )
+        scoped = sync_client.memory.for_scope(fresh_scope)
+        many = [RememberMemoryRequest(text=f"small {i}", expected_revision=1) for i in range(260)]
+        sync_written = scoped.remember_many(many)  # by count, not size: the line route
+        assert sync_written.memory_ref.revision == 2 and len(sync_written.entries) == 260
+        with pytest.raises(RevisionConflictError):  # the whole batch checked against it
+            scoped.remember_many(many)
+        assert scoped.head() == sync_written.memory_ref
 
 
 def test_entry_count_is_bounded_before_entries_are_validated(

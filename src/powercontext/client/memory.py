@@ -15,7 +15,6 @@ from collections.abc import (
 from typing import Any, Concatenate, ParamSpec, TypeVar, get_args, get_type_hints
 
 from powercontext.client import transfer, wire
-from powercontext.client.batches import merge_results
 from powercontext.client.transport import AsyncTransport, SyncTransport
 from powercontext.memory.erasure import (
     ForgetMemoryRequest,
@@ -98,11 +97,9 @@ class AsyncScopedMemoryClient:
         return await self._t.run(wire.remember(self.scope_id, request))
 
     async def remember_many(self, requests: Sequence[RememberMemoryRequest]) -> MemoryWriteResult:
-        """Every entry in one revision when the batch fits one request (1 MiB of entries, 250
-        entries); a larger one is written in parts, in order, one revision each, keyed
-        `<idempotency_key>~partN` (see powercontext.client.batches)."""
-        calls = wire.remember_many(self.scope_id, requests)
-        return merge_results([await self._t.run(call) for call in calls])
+        """Every entry in one call and one revision, all or nothing, whatever the batch's size
+        (up to the server's RUNTIME_MAX_BATCH_ENTRIES; see powercontext.client.batches)."""
+        return await self._t.run(wire.remember_many(self.scope_id, requests))
 
     async def revise(self, request: ReviseMemoryRequest) -> MemoryWriteResult:
         return await self._t.run(wire.revise(self.scope_id, request))
@@ -185,9 +182,8 @@ class SyncScopedMemoryClient:
         return self._t.run(wire.remember(self.scope_id, request))
 
     def remember_many(self, requests: Sequence[RememberMemoryRequest]) -> MemoryWriteResult:
-        """As AsyncScopedMemoryClient.remember_many: split into parts above one request."""
-        calls = wire.remember_many(self.scope_id, requests)
-        return merge_results([self._t.run(call) for call in calls])
+        """As AsyncScopedMemoryClient.remember_many: one call, one revision."""
+        return self._t.run(wire.remember_many(self.scope_id, requests))
 
     def revise(self, request: ReviseMemoryRequest) -> MemoryWriteResult:
         return self._t.run(wire.revise(self.scope_id, request))

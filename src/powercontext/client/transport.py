@@ -23,6 +23,7 @@ from powercontext.client.errors import ServerError, connection_failed, error_fro
 from powercontext.client.wire import Call
 
 T = TypeVar("T")
+NDJSON = "application/x-ndjson"
 _RETRY_STATUS = 503
 SECONDS_PER_ENTRY = 0.02
 """Extra read/write timeout per entry of a batch, on top of the client's timeout."""
@@ -100,6 +101,13 @@ def _delay_before_retry(
     return None
 
 
+def _payload(call: Call[T]) -> dict[str, Any]:
+    """httpx's arguments for the call's body: JSON, or JSON lines with a query."""
+    if call.lines is None:
+        return {"json": call.body, "params": call.query}
+    return {"content": call.lines, "params": call.query, "headers": {"content-type": NDJSON}}
+
+
 class AsyncTransport:
     def __init__(self, http: httpx.AsyncClient, policy: RetryPolicy) -> None:
         self.http = http
@@ -111,7 +119,7 @@ class AsyncTransport:
         while True:
             try:
                 response = await self.http.request(
-                    call.method, call.path, json=call.body, timeout=timeout
+                    call.method, call.path, timeout=timeout, **_payload(call)
                 )
             except httpx.TransportError as exc:
                 await asyncio.sleep(_delay_after_failure(call, delays, exc))
@@ -132,7 +140,7 @@ class SyncTransport:
         while True:
             try:
                 response = self.http.request(
-                    call.method, call.path, json=call.body, timeout=timeout
+                    call.method, call.path, timeout=timeout, **_payload(call)
                 )
             except httpx.TransportError as exc:
                 time.sleep(_delay_after_failure(call, delays, exc))

@@ -13,7 +13,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from powercontext.client.batches import remember_bodies
+from powercontext.client.batches import remember_body
 from powercontext.memory.erasure import (
     ForgetMemoryRequest,
     ForgetScopeRequest,
@@ -60,6 +60,10 @@ class Call(Generic[T]):
     """`ready` answers 503 with a report, which is a result, not an error."""
     entries: int = 1
     """How many entries the call writes: the transport scales its timeout with it."""
+    lines: bytes | None = None
+    """A JSON-lines body, sent instead of `body` (application/x-ndjson)."""
+    query: dict[str, str] | None = None
+    """Query parameters (a JSON-lines route takes its other arguments there)."""
 
 
 class HealthStatus(BaseModel):
@@ -155,19 +159,20 @@ def remember(scope_id: str, request: RememberMemoryRequest) -> Call[MemoryWriteR
 
 def remember_many(
     scope_id: str, requests: Sequence[RememberMemoryRequest]
-) -> list[Call[MemoryWriteResult]]:
-    """One call when the batch fits one request; else its parts, in order (client/batches.py)."""
-    return [
-        Call(
-            "POST",
-            "/v1/memory/remember",
-            MemoryWriteResult.model_validate,
-            body,
-            idempotent=True,
-            entries=len(body["entries"]),
-        )
-        for body in remember_bodies(scope_id, requests)
-    ]
+) -> Call[MemoryWriteResult]:
+    """One call and one revision for any size (client/batches.py says which route)."""
+    batch = remember_body(scope_id, requests)
+    path = "/v1/memory/remember" if batch.json is not None else "/v1/memory/remember/stream"
+    return Call(
+        "POST",
+        path,
+        MemoryWriteResult.model_validate,
+        batch.json,
+        idempotent=True,
+        entries=batch.entries,
+        lines=batch.lines,
+        query=batch.query,
+    )
 
 
 def search(

@@ -116,7 +116,8 @@ class RequestContextMiddleware:
         except _TooLarge as exc:
             status = 413
             split = (
-                "; split the batch into several requests (the SDK's remember_many does)"
+                "; send a larger batch as JSON lines to /v1/memory/remember/stream "
+                "(the SDK's remember_many does)"
                 if exc.limit.setting.endswith("WRITE_BODY_BYTES")
                 else ""
             )

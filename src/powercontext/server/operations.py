@@ -27,7 +27,13 @@ from starlette.responses import Response
 
 from powercontext.server import erasure, handlers, inspector_views
 from powercontext.server.calls import Call, Handler, ScopeRule
-from powercontext.server.schemas import RememberBatchRequest, RememberOneRequest
+from powercontext.server.remember_stream import RememberStreamQuery, remember_stream
+from powercontext.server.schemas import (
+    RememberBatchRequest,
+    RememberEntryModel,
+    RememberOneRequest,
+    WriteResultModel,
+)
 from powercontext.server.transfer import (
     NDJSON,
     ExportLine,
@@ -221,6 +227,22 @@ OPERATIONS: tuple[Operation, ...] = (
                 "(1 MiB by default): split larger batches.",
                 request=RememberBatchRequest,
             ),
+        ),
+    ),
+    Operation(
+        "remember_stream",
+        "Remember a batch of any size, one entry per line, in one revision",
+        RememberEntryModel,
+        WriteResultModel,
+        None,
+        writes=True,
+        http=HttpRoute(
+            "POST",
+            "/v1/memory/remember/stream",
+            (409,),
+            raw=remember_stream,
+            request_media_type=NDJSON,
+            query=RememberStreamQuery,
         ),
     ),
     _reads(

@@ -175,7 +175,8 @@ async def import_entries(call: Call, body: ImportEntriesRequest) -> ImportRespon
 Q = TypeVar("Q", bound=BaseModel)
 
 
-def _query(model: type[Q], request: Request) -> Q:
+def query_of(model: type[Q], request: Request) -> Q:
+    """A raw route's query parameters as `model`; a 422 naming the parameter otherwise."""
     try:
         return model.model_validate(dict(request.query_params))
     except ValidationError as exc:
@@ -185,14 +186,14 @@ def _query(model: type[Q], request: Request) -> Q:
 
 
 async def export_scope(call: Call, request: Request) -> Response:
-    query = _query(ExportQuery, request)
+    query = query_of(ExportQuery, request)
     memory = call.memory(query.scope_id)
     export = await memory.export(revision=query.revision)  # 404 before the stream starts
     return StreamingResponse(export.lines(), media_type=NDJSON)
 
 
 async def import_scope(call: Call, request: Request) -> Response:
-    query = _query(ImportQuery, request)
+    query = query_of(ImportQuery, request)
     memory = call.memory(query.scope_id)
     result = await memory.import_lines(split_lines(request.stream()), on_existing=query.on_existing)
     answer = ImportResponse.model_validate(result.model_dump())

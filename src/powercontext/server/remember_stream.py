@@ -1,0 +1,93 @@
+"""POST /v1/memory/remember/stream: a batch of any size up to the runtime's bound, one entry
+per line (JSON lines), written in one revision.
+
+The JSON remember route keeps its 1 MiB body limit because parsing one large JSON document
+holds the GIL and stalls every other request. This route reads its body as it arrives and
+parses a line at a time, so a 10,000-entry `remember_many` stays one call and one revision
+(all or nothing) over HTTP, as it is in process. What it holds is bounded twice: each line by
+MAX_LINE_BYTES, the whole body by HTTP_MAX_REMEMBER_STREAM_BYTES, and the entry count by
+RUNTIME_MAX_BATCH_ENTRIES (413 beyond any of them).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, TypeAdapter, ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+
+from powercontext.memory.errors import MemoryValidationError, PayloadTooLargeError
+from powercontext.memory.models import RememberMemoryRequest
+from powercontext.memory.transfer import split_lines
+from powercontext.memory.values import IdempotencyKey, ScopeId
+from powercontext.server import translate
+from powercontext.server.calls import Call
+from powercontext.server.schemas import RememberEntryModel, WriteResultModel, _Wire
+from powercontext.server.transfer import query_of
+
+_ENTRY = TypeAdapter(RememberEntryModel)
+
+
+class RememberStreamQuery(_Wire):
+    """The query of POST /v1/memory/remember/stream; the body holds the entries."""
+
+    scope_id: ScopeId = Field(description="The scope to write to.")
+    expected_revision: int | None = Field(
+        default=None,
+        ge=0,
+        description="Compare-and-swap for the whole batch: the head revision the write "
+        "expects (0 for an empty scope); 409 revision_conflict when the head moved.",
+    )
+    idempotency_key: IdempotencyKey | None = Field(
+        default=None,
+        description="Makes a retry safe: the same key with the same entries answers the "
+        "original result without writing again (409 idempotency_conflict with other entries).",
+    )
+
+
+def _entry(line: str, number: int) -> RememberEntryModel:
+    try:
+        return _ENTRY.validate_json(line)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        detail = f"{where}: {first['msg']}" if where else first["msg"]
+        raise MemoryValidationError(f"line {number}: {detail}") from exc
+
+
+async def remember_stream(call: Call, request: Request) -> Response:
+    query = query_of(RememberStreamQuery, request)
+    memory = call.memory(query.scope_id)  # refuses a scope the key may not use, before reading
+    runtime = call.runtime.settings
+    max_entries = runtime.runtime.max_batch_entries
+    max_bytes = runtime.http.max_remember_stream_bytes
+    requests: list[RememberMemoryRequest] = []
+    read = 0
+    number = 0
+    async for line in split_lines(request.stream()):
+        number += 1
+        read += len(line.encode("utf-8")) + 1
+        if read > max_bytes:
+            raise PayloadTooLargeError(
+                f"the body exceeds {max_bytes} bytes "
+                "(POWERCONTEXT_SERVER_HTTP_MAX_REMEMBER_STREAM_BYTES)"
+            )
+        if not line.strip():
+            continue
+        if len(requests) == max_entries:
+            raise PayloadTooLargeError(
+                f"more than {max_entries} entries in one batch "
+                "(POWERCONTEXT_SERVER_RUNTIME_MAX_BATCH_ENTRIES): split it"
+            )
+        entry = _entry(line, number)
+        requests.append(
+            RememberMemoryRequest.model_construct(
+                **dict(entry),
+                expected_revision=query.expected_revision,
+                idempotency_key=query.idempotency_key,
+            )
+        )
+    if not requests:
+        raise MemoryValidationError("the body holds no entry: send one JSON object per line")
+    written = await memory.remember_many(requests)
+    answer = translate.to_wire(WriteResultModel, written)
+    return Response(answer.model_dump_json(), media_type="application/json")
