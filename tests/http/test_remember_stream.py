@@ -10,7 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
+from powercontext.client import SyncPowerContextClient
 from powercontext.config import HttpConfig
+from powercontext.memory import RememberMemoryRequest
 from powercontext.server import create_app
 from tests.http.conftest import BATCH_LIMIT, KEY_A, Served, _settings
 from tests.http.live import live_server
@@ -115,3 +117,16 @@ def test_the_body_is_bounded_in_bytes(small_stream_server: str) -> None:
         refused, 413, "payload_too_large"
     )
     assert head["memory_ref"] is None
+
+
+def test_the_sdk_writes_ten_thousand_entries_in_one_revision(
+    open_server: Served, fresh_scope: str
+) -> None:
+    """api-notes: remember_many takes 10,000+ entries in one call and one revision."""
+    batch = [RememberMemoryRequest(text=f"note {i} on the release plan") for i in range(10_000)]
+    with SyncPowerContextClient(open_server.url) as client:
+        memory = client.memory.for_scope(fresh_scope)
+        written = memory.remember_many(batch)
+        assert written.memory_ref.revision == 1 and len(written.entries) == 10_000
+        assert memory.head() == written.memory_ref
+        assert {c.revision for c in memory.changes(since_revision=0).changes} == {1}
