@@ -56,6 +56,15 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
     ("changes", {"scope_id": "c", "since_revision": 2**64 + 5}, False),
     ("entries/list", {"scope_id": "c", "revision": BIG}, False),
     ("entries/list", {"scope_id": "c", "limit": False}, False),
+    ("entries/list", {"scope_id": "c", "filter": {"metadata": {"p": {"gt": True}}}}, False),
+    ("entries/list", {"scope_id": "c", "filter": {"metadata": {"p": {"gte": 2.5}}}}, True),
+    ("entries/list", {"scope_id": "c", "filter": {"metadata": {"p": {"exists": "yes"}}}}, False),
+    ("entries/list", {"scope_id": "c", "filter": {"metadata": {"p": {"exists": 1}}}}, False),
+    (
+        "search",
+        {"scope_id": "c", "query": "q", "filter": {"metadata": {"p": {"lt": False}}}},
+        False,
+    ),
     ("entries/get", {"scope_id": "c", "citation": CITATION}, True),  # 404: named nothing
     (
         "entries/get",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from powercontext.memory.values import Kind, Thread
 
@@ -19,7 +19,16 @@ MAX_METADATA_CONDITIONS = 16
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Scalar = str | bool | int | Finite
-Bound = str | int | Finite
+
+
+def _not_boolean(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError("a range bound is a number or a string, not a boolean")
+    return value
+
+
+Bound = Annotated[str | int | Finite, BeforeValidator(_not_boolean)]
+"""A range bound: a string or a number, never a boolean (`gt: true` is not `gt: 1`)."""
 
 
 def _check_key(key: str) -> str:
@@ -48,7 +57,9 @@ class MetadataCondition(BaseModel):
     gte: Bound | None = Field(default=None, description="At least (number or string).")
     lt: Bound | None = Field(default=None, description="Less than (number or string).")
     lte: Bound | None = Field(default=None, description="At most (number or string).")
-    exists: bool | None = Field(default=None, description="The key is present (or absent).")
+    exists: bool | None = Field(
+        default=None, strict=True, description="The key is present (or absent): true or false."
+    )
 
     @model_validator(mode="after")
     def _not_empty(self) -> MetadataCondition:
