@@ -9,7 +9,7 @@ import importlib.util
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_origin
 
 import platformdirs
 from pydantic import (
@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings.exceptions import SettingsError
 
 from powercontext.memory.errors import ConfigurationError
 from powercontext.memory.search.candidates import DEFAULT_CLASS_LIMITS, validate_class_limits
@@ -380,6 +381,28 @@ class ServerSettings(BaseSettings):
             super().__init__(**values)
         except ValidationError as exc:
             raise ConfigurationError(describe_validation_error(exc)) from exc
+        except SettingsError as exc:  # a JSON-valued variable that is not JSON
+            raise ConfigurationError(_undecodable(exc)) from exc
+
+
+def _undecodable(exc: SettingsError) -> str:
+    """Name the JSON-valued variables that hold no JSON: pydantic-settings names only the
+    section ("runtime"), and its traceback reached the user."""
+    wrong = []
+    for section, field in ServerSettings.model_fields.items():
+        model = field.annotation
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            continue
+        for name, sub in model.model_fields.items():
+            value = os.environ.get(env_name(section, name))
+            if value is None or get_origin(sub.annotation) is not dict:
+                continue
+            try:
+                json.loads(value)
+            except ValueError:
+                wrong.append(env_name(section, name))
+    named = ", ".join(wrong) if wrong else str(exc)
+    return f"invalid configuration: {named}: not valid JSON (write a JSON object)"
 
 
 def describe_validation_error(exc: ValidationError) -> str:

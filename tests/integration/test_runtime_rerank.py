@@ -158,6 +158,15 @@ def test_enabled_without_model_or_reranker_fails_naming_the_variables(db_path: P
     assert not db_path.exists()  # failed before touching storage
 
 
+def test_a_json_setting_that_is_not_json_names_its_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    name = "POWERCONTEXT_SERVER_RUNTIME_MEMORY_RERANK_CANDIDATE_LIMITS_BY_CLASS"
+    monkeypatch.setenv(name, "notjson")
+    with pytest.raises(ConfigurationError, match=f"{name}: not valid JSON"):
+        ServerSettings()
+
+
 def test_candidate_limit_out_of_range_fails_at_startup(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("POWERCONTEXT_SERVER_RUNTIME_MEMORY_RERANK_CANDIDATE_LIMIT", "101")
     with pytest.raises(ConfigurationError, match="MEMORY_RERANK_CANDIDATE_LIMIT"):
