@@ -11,7 +11,12 @@ import pytest
 
 from powercontext.inference.embeddings.hashing import HashingEmbedder
 from powercontext.memory.erasure import ForgetMemoryRequest, ForgetScopeRequest
-from powercontext.memory.errors import ErasedError, NotFoundError, RevisionConflictError
+from powercontext.memory.errors import (
+    ErasedError,
+    IdempotencyConflictError,
+    NotFoundError,
+    RevisionConflictError,
+)
 from powercontext.memory.indexing.context import IndexTextConfig
 from powercontext.memory.models import (
     RememberMemoryRequest,
@@ -159,3 +164,32 @@ async def test_neighbours_lose_the_erased_words_in_their_derived_index(
     assert await _texts(memory, "zebracorn", "fts", None) == []
     assert await _texts(memory, "morning", "fts", None) == ["morning walk"]
     assert first.entries[0].entry_id in {e.entry_id for e in (await memory.list()).entries}
+
+
+async def test_a_keyed_forget_answers_a_retry_with_its_original_result(
+    store: MemoryStore,
+) -> None:
+    memory = _memory(store)
+    first = (await memory.remember(RememberMemoryRequest(text="first"))).entries[0]
+    second = await memory.remember_many(
+        [RememberMemoryRequest(text="second"), RememberMemoryRequest(text="third")]
+    )
+    await memory.revise(ReviseMemoryRequest(citation=first.citation, text="first, revised"))
+    ids = (first.entry_id, second.entries[0].entry_id)
+    request = ForgetMemoryRequest(entry_ids=ids, reason="request 7", idempotency_key="k-7")
+    erased = await memory.forget(request, actor="key-1")
+    assert (erased.entry_ids, erased.erased_versions) == (ids, 3)
+
+    # A retry after a lost answer: the same result, not 410 erased, and no new revision.
+    assert await memory.forget(request, actor="key-1") == erased
+    assert await memory.head() == erased.memory_ref
+    with pytest.raises(IdempotencyConflictError):
+        await memory.forget(request.model_copy(update={"reason": "other"}), actor="key-1")
+    # Keys are shared with the other writes of the scope.
+    with pytest.raises(IdempotencyConflictError):
+        await memory.remember(RememberMemoryRequest(text="x", idempotency_key="k-7"))
+
+    scope_wide = ForgetScopeRequest(idempotency_key="all-1")
+    cleared = await memory.forget_scope(scope_wide)
+    assert cleared.erased_versions == 1 and cleared.entry_ids == (second.entries[1].entry_id,)
+    assert await memory.forget_scope(scope_wide) == cleared

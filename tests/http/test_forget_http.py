@@ -164,3 +164,20 @@ def test_forget_with_the_cli_against_a_server(auth_server: Served, fresh_scope: 
         app, ["memory", "forget-scope", "--scope", fresh_scope, "--yes", "--json", *remote]
     )
     assert wiped.exit_code == 0 and json.loads(wiped.stdout)["erased_versions"] == 0
+
+
+def test_a_keyed_forget_retried_over_http_answers_its_result(
+    open_server: Served, fresh_scope: str
+) -> None:
+    with open_server.client() as http:
+        written = http.post("/v1/memory/remember", json={"scope_id": fresh_scope, "text": SECRET})
+        entry_id = written.json()["entries"][0]["entry_id"]
+        body = {"scope_id": fresh_scope, "entry_ids": [entry_id], "idempotency_key": "gdpr-118"}
+        first = http.post("/v1/memory/forget", json=body)
+        again = http.post("/v1/memory/forget", json=body)
+        unkeyed = http.post("/v1/memory/forget", json=body | {"idempotency_key": None})
+        other = http.post("/v1/memory/forget", json=body | {"reason": "another body"})
+    assert first.status_code == 200, first.text
+    assert again.status_code == 200 and again.json() == first.json()
+    assert unkeyed.status_code == 410  # without its key, a repeat is an erased entry
+    assert other.status_code == 409 and other.json()["error"]["code"] == "idempotency_conflict"

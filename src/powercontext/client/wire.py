@@ -89,7 +89,13 @@ class ReadinessReport(BaseModel):
 
 
 W = TypeVar(
-    "W", RememberMemoryRequest, ReviseMemoryRequest, RetireMemoryRequest, ReactivateMemoryRequest
+    "W",
+    RememberMemoryRequest,
+    ReviseMemoryRequest,
+    RetireMemoryRequest,
+    ReactivateMemoryRequest,
+    ForgetMemoryRequest,
+    ForgetScopeRequest,
 )
 
 
@@ -281,19 +287,25 @@ def history(scope_id: str, entry_id: str, revision: int | None) -> Call[MemoryEn
 
 
 def forget(scope_id: str, request: ForgetMemoryRequest) -> Call[MemoryForgetResult]:
-    # Not retried on a lost answer: a repeat of a forget that went through is a 410 `erased`.
+    # Keyed like every write: a repeat of a forget that went through answers its original
+    # result instead of a 410 `erased`, so it is retried like a read.
     return Call(
         "POST",
         "/v1/memory/forget",
         MemoryForgetResult.model_validate,
-        _body(scope_id, request),
+        _body(scope_id, _keyed(request)),
+        idempotent=True,
         entries=len(request.entry_ids),
     )
 
 
 def forget_scope(scope_id: str, request: ForgetScopeRequest) -> Call[MemoryForgetResult]:
     return Call(
-        "POST", "/v1/scopes/forget", MemoryForgetResult.model_validate, _body(scope_id, request)
+        "POST",
+        "/v1/scopes/forget",
+        MemoryForgetResult.model_validate,
+        _body(scope_id, _keyed(request)),
+        idempotent=True,
     )
 
 

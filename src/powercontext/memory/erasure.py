@@ -26,12 +26,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from powercontext.memory.commit import COMMIT_RETRY_SECONDS
 from powercontext.memory.errors import NotFoundError, RevisionConflictError
+from powercontext.memory.idempotency import check_body
 from powercontext.memory.indexing.rebuild import rederive
 from powercontext.memory.indexing.threads import index_sequences, sequence_key
 from powercontext.memory.models import MemoryRef
-from powercontext.memory.ports import ErasureRequest, ErasureResult
+from powercontext.memory.ports import (
+    ErasureRequest,
+    ErasureResult,
+    IdempotencyClaim,
+    IdempotentWrite,
+)
 from powercontext.memory.tombstones import raise_if_entry_erased
-from powercontext.memory.values import Reason
+from powercontext.memory.values import IdempotencyKey, Reason
 
 if TYPE_CHECKING:
     from powercontext.memory.service import MemoryService
@@ -53,6 +59,8 @@ class ForgetMemoryRequest(_Frozen):
     reason: Reason | None = None
     """An audit note kept with the `forget` changes; never put the erased content here."""
     expected_revision: int | None = Field(default=None, ge=0)
+    idempotency_key: IdempotencyKey | None = None
+    """A retry with the same key and body answers the original result (not 410 `erased`)."""
 
 
 class ForgetScopeRequest(_Frozen):
@@ -60,6 +68,8 @@ class ForgetScopeRequest(_Frozen):
 
     reason: Reason | None = None
     expected_revision: int | None = Field(default=None, ge=0)
+    idempotency_key: IdempotencyKey | None = None
+    """As for ForgetMemoryRequest."""
 
 
 class MemoryForgetResult(_Frozen):
@@ -79,13 +89,21 @@ async def forget(
     *,
     actor: str | None,
     reason: str | None,
+    claim: IdempotencyClaim | None = None,
 ) -> MemoryForgetResult:
     """NotFoundError for an unknown scope or entry, ErasedError for an entry already erased,
-    RevisionConflictError when `expected_revision` is not the head."""
+    RevisionConflictError when `expected_revision` is not the head. With a `claim` whose key
+    an erasure recorded already: that erasure's result (IdempotencyConflictError for another
+    body)."""
     store = service.store
     give_up = time.monotonic() + COMMIT_RETRY_SECONDS
     async with service.lock_of(scope_id):
         while True:
+            if claim is not None and (
+                recorded := await store.idempotent_write(scope_id, claim.key)
+            ):
+                check_body(claim, recorded)
+                return await _recorded_result(service, scope_id, recorded)
             head = await store.head(scope_id)
             if head is None:
                 raise NotFoundError(f"scope {scope_id!r} has no revision yet")
@@ -98,12 +116,15 @@ async def forget(
             if entry_ids is not None:
                 await _require_stored(service, scope_id, entry_ids)
             try:
-                request = ErasureRequest(scope_id, head, entry_ids, actor=actor, reason=reason)
+                request = ErasureRequest(
+                    scope_id, head, entry_ids, actor=actor, reason=reason, idempotency=claim
+                )
                 result = await store.erase(request)
                 break
             except RevisionConflictError:
-                # Another process committed first: re-check against the new head.
-                if expected_revision is not None or time.monotonic() >= give_up:
+                # Another process committed first: look again at the head, and at the key,
+                # which that process may have recorded with this very erasure.
+                if time.monotonic() >= give_up or (expected_revision is not None and not claim):
                     raise
                 await asyncio.sleep(random.uniform(0.001, 0.05))
     if result.erased:
@@ -127,6 +148,19 @@ async def forget(
         memory_ref=MemoryRef(scope_id=scope_id, revision=revision),
         entry_ids=tuple(dict.fromkeys(v.entry_id for v in result.erased)),
         erased_versions=len(result.erased),
+    )
+
+
+async def _recorded_result(
+    service: MemoryService, scope_id: str, recorded: IdempotentWrite
+) -> MemoryForgetResult:
+    """The result an earlier erasure gave, read back from its `forget` changes (ids only)."""
+    changes = await service.store.changes(scope_id, recorded.revision - 1, limit=1)
+    forgotten = [c for c in changes if c.revision == recorded.revision and c.op == "forget"]
+    return MemoryForgetResult(
+        memory_ref=MemoryRef(scope_id=scope_id, revision=recorded.revision),
+        entry_ids=tuple(dict.fromkeys(c.entry_id for c in forgotten)),
+        erased_versions=len(forgotten),
     )
 
 

@@ -259,6 +259,8 @@ class ErasureRequest(ScopeWrite):
     _: KW_ONLY
     actor: str | None
     reason: str | None
+    idempotency: IdempotencyClaim | None = None
+    """Recorded in the erasure's transaction (no version keys), as a commit records its own."""
 
 
 class MemoryStore(Protocol):

@@ -129,6 +129,7 @@ class MemoryService:
             request.expected_revision,
             actor=actor,
             reason=request.reason,
+            claim=claim_for("forget", [request]),
         )
 
     async def forget_scope(
@@ -136,7 +137,13 @@ class MemoryService:
     ) -> MemoryForgetResult:
         """Erase every entry version of the scope (see memory.erasure)."""
         return await forget(
-            self, scope_id, None, request.expected_revision, actor=actor, reason=request.reason
+            self,
+            scope_id,
+            None,
+            request.expected_revision,
+            actor=actor,
+            reason=request.reason,
+            claim=claim_for("forget_scope", [request]),
         )
 
     # ---- writes ---------------------------------------------------------------------------

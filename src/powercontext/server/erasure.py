@@ -14,9 +14,11 @@ from powercontext.server import translate
 from powercontext.server.calls import Call
 from powercontext.server.schemas import (
     MemoryRefModel,
+    WireIdempotencyKey,
     WireReason,
     WireScopeId,
     _expected_field,
+    _idempotency_field,
     _reason_field,
     _scope_field,
     _Wire,
@@ -35,6 +37,7 @@ class ForgetEntriesRequest(_Wire):
     )
     reason: WireReason | None = _reason_field()
     expected_revision: int | None = _expected_field()
+    idempotency_key: WireIdempotencyKey | None = _idempotency_field()
 
 
 class ForgetScopeBody(_Wire):
@@ -43,6 +46,7 @@ class ForgetScopeBody(_Wire):
     scope_id: WireScopeId = _scope_field()
     reason: WireReason | None = _reason_field()
     expected_revision: int | None = _expected_field()
+    idempotency_key: WireIdempotencyKey | None = _idempotency_field()
 
 
 class ForgetResultModel(_Wire):

@@ -248,7 +248,7 @@ def erasure_records(
     dialect: Dialect,
 ) -> list[tuple[str, list[tuple[Any, ...]]]]:
     """The inserts (statement and rows, in `dialect`) that record an erasure: a tombstone for
-    each erased version, and one forget change for each."""
+    each erased version, one forget change for each, and the request's idempotency key."""
     scope_id, actor = request.scope_id, request.actor
     tombstones = [(scope_id, r[2], r[1], r[3], revision, erased_at, actor) for r in doomed]
     changes = [
@@ -268,6 +268,15 @@ def erasure_records(
             changes,
         ),
     ]
+    if (claim := request.idempotency) is not None:
+        no_keys: Any = "[]" if dialect == "sqlite" else []  # JSON text / a bigint array
+        statements.append(
+            (
+                "INSERT INTO idempotency_keys (scope_id, idempotency_key, body_hash, revision, "
+                "version_keys) VALUES (?, ?, ?, ?, ?)",
+                [(scope_id, claim.key, claim.body_hash, revision, no_keys)],
+            )
+        )
     return [(sql.replace("?", placeholder(dialect)), rows) for sql, rows in statements]
 
 
