@@ -21,6 +21,7 @@ from powercontext import open_runtime
 from powercontext.config import DatabaseConfig, InferenceConfig, RuntimeConfig, ServerSettings
 from powercontext.memory import RememberMemoryRequest, SearchMemoryRequest
 from powercontext.server import create_app
+from powercontext.server.readiness import ReadinessProbe
 from powercontext.testing import FakeEmbedder
 from tests.http.live import live_server
 
@@ -145,6 +146,33 @@ def test_ready_and_metrics_report_pending_vectors(tmp_path: Path) -> None:
             "/v1/memory/search", json={"scope_id": SCOPE, "query": "tomatoes", "mode": "vector"}
         )
         assert vector.status_code == 200
+
+
+def test_without_a_backfill_ready_counts_and_metrics_show_its_count(tmp_path: Path) -> None:
+    db = tmp_path / "off.db"
+    asyncio.run(_leave_pending(db, 3))
+    app = create_app(_settings(db, interval=0))  # the backfill is off
+    with live_server(app) as server, httpx.Client(base_url=server.url, timeout=30) as http:
+        ready = http.get("/v1/ready").json()
+        assert ready["vectors_pending"] == 3
+        assert "backfill is off" in ready["checks"]["vectors"]["detail"]
+        assert "powercontext_memory_vectors_pending 3.0" in http.get("/metrics").text
+
+
+async def test_ready_counts_itself_until_the_backfill_has_counted(tmp_path: Path) -> None:
+    """Right after a restart the backfill's first pass may not have counted yet: an empty
+    count then is 'not known', not 'nothing pending'."""
+    db = tmp_path / "early.db"
+    await _leave_pending(db, 2)
+    embedder = FakeEmbedder()
+    embedder.fail_documents = True
+    async with open_runtime(_settings(db, interval=30), embedding_model=embedder) as runtime:
+        backfill = runtime.backfill
+        assert backfill is not None
+        backfill.counted, backfill.pending = False, {}  # as before its first count
+        probe = ReadinessProbe(runtime)
+        assert (await probe.check()).vectors_pending == 2
+        assert probe.vectors_pending() == 2
 
 
 async def test_a_new_embedding_profile_is_filled_without_reindex(tmp_path: Path) -> None:

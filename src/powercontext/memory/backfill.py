@@ -43,7 +43,8 @@ def warn_auto_served_fts(scope_id: str, missing: int) -> None:
         _fallback_logged.clear()
     _fallback_logged[scope_id] = now
     log.warning(
-        "auto search served fts: %d active entries have no vector yet (backfill pending)",
+        "auto search served fts: %d active entries have no vector yet (the background "
+        "backfill fills them; with it off, run `powercontext reindex`)",
         missing,
         extra={"scope_id": scope_id, "vectors_pending": missing},
     )
@@ -69,6 +70,8 @@ class VectorBackfill:
         self.interval_seconds = interval_seconds
         self.pending: dict[str, int] = {}
         """The last count, per scope (only scopes with pending vectors)."""
+        self.counted = False
+        """Whether `pending` holds a count yet (before the first pass counts, it is empty)."""
         self.filled_total = 0
         self.passes = 0
         self._task: asyncio.Task[None] | None = None
@@ -81,6 +84,7 @@ class VectorBackfill:
         """Count every scope, then fill those with pending vectors; returns how many filled.
         Provider and storage errors propagate (the loop backs off)."""
         self.pending = await count_pending(self.service)
+        self.counted = True
         filled = 0
         for scope_id in sorted(self.pending):
             done = await self.service.reindex(scope_id)

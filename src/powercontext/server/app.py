@@ -74,12 +74,9 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with factory(settings, state.metrics.observe_search) as runtime, mcp_tools.running():
             state.runtime = runtime
-            state.readiness = ReadinessProbe(runtime)
+            state.readiness = probe = ReadinessProbe(runtime)
             log_search_capability(runtime)
-            backfill = runtime.backfill
-            state.metrics.track_vectors_pending(
-                lambda: backfill.pending_total if backfill is not None else 0
-            )
+            state.metrics.track_vectors_pending(probe.vectors_pending)
             try:
                 yield
             finally:

@@ -68,7 +68,8 @@ class ServerMetrics:
         self.vectors_pending = Gauge(
             "powercontext_memory_vectors_pending",
             "Active entries without a vector of the current embedding profile, as last counted "
-            "by the background backfill (auto search serves fts for their scopes meanwhile).",
+            "by the background backfill, or by /v1/ready when it is off (auto search serves "
+            "fts for their scopes meanwhile).",
             registry=self.registry,
         )
 

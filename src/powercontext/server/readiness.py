@@ -41,6 +41,16 @@ class ReadinessProbe:
         self.failure_ttl = failure_ttl
         self._embedder: _Cached | None = None
         self._lock = asyncio.Lock()
+        self.last_counted = 0
+        """Vectors pending at this probe's last own count (what /metrics shows without a
+        backfill, whose counts it shows otherwise)."""
+
+    def vectors_pending(self) -> int:
+        """The latest count known: the backfill's once it has counted, else this probe's."""
+        backfill = self.runtime.backfill
+        if backfill is not None and backfill.counted:
+            return backfill.pending_total
+        return self.last_counted
 
     async def check(self) -> ReadyResponse:
         pending, vectors = await self._vectors()
@@ -61,16 +71,19 @@ class ReadinessProbe:
         backfill = self.runtime.backfill
         if self.runtime.embedding_model is None:
             return 0, ReadinessCheck(ok=True, detail="no embedding model configured")
-        if backfill is not None:
+        if backfill is not None and backfill.counted:
             pending = backfill.pending_total
-            how = "the background backfill is filling them"
-        else:
+        else:  # no backfill, or one whose first pass has not counted yet (just started)
             try:
                 counts = await asyncio.wait_for(count_pending(self.runtime.memory), self.timeout)
             except Exception as exc:  # the database check reports the outage itself
                 return 0, ReadinessCheck(ok=True, detail=f"not counted ({type(exc).__name__})")
-            pending = sum(counts.values())
-            how = "backfill is off: run `powercontext reindex`"
+            pending = self.last_counted = sum(counts.values())
+        how = (
+            "backfill is off: run `powercontext reindex`"
+            if backfill is None
+            else "the background backfill is filling them"
+        )
         if not pending:
             return 0, ReadinessCheck(ok=True, detail="every active entry has its vector")
         return pending, ReadinessCheck(
