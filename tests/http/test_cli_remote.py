@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 
 from powercontext.cli import app
 from tests.http.conftest import KEY_A, Served
+from tests.unit.test_cli_memory import check_idempotent_writes
 
 runner = CliRunner()
 
@@ -76,6 +77,14 @@ def test_cli_search_json_is_the_api_json(open_server: Served, fresh_scope: str) 
     cli = json.loads(shown.stdout)
     assert cli["hits"] and cli == api
     assert {"thread", "occurred_at", "explain"} <= set(cli["hits"][0])
+
+
+def test_cli_writes_take_an_idempotency_key(open_server: Served, fresh_scope: str) -> None:
+    """--idempotency-key reaches the server: a retry is answered with the original result."""
+    env = {"POWERCONTEXT_CLIENT_SERVER_URL": open_server.url}
+    check_idempotent_writes(
+        lambda args: runner.invoke(app, ["memory", *args], env=env), fresh_scope
+    )
 
 
 def test_cli_reports_auth_errors(auth_server: Served) -> None:

@@ -159,3 +159,20 @@ def test_history_says_which_revision_a_version_is_not_active_at(env: dict[str, s
     assert "at head" not in at_two
     at_head = _ok(env, "memory", "history", entry_id, "--scope", "p")
     assert "· not active at head" in at_head and "at revision" not in at_head
+
+
+def test_history_labels_the_version_active_at_the_revision_asked(env: dict[str, str]) -> None:
+    """The label follows the history's own active version, not the head-relative flag."""
+    first = _json(env, "memory", "remember", "We deploy on Fridays.", "--scope", "p")
+    _json(env, "memory", "revise", _token(first["entries"][0]["citation"]), "Tuesdays.",
+          "--scope", "p")  # fmt: skip
+    entry_id = first["entries"][0]["entry_id"]
+
+    def labels(*revision: str) -> dict[str, str]:
+        shown = _ok(env, "memory", "history", entry_id, "--scope", "p", *revision)
+        heads = [line.strip().split(" · ") for line in shown.splitlines()]
+        return {parts[0]: parts[-1] for parts in heads if parts[0] in ("v1", "v2")}
+
+    assert labels("--revision", "1") == {"v1": "active"}
+    assert labels("--revision", "2") == {"v2": "active", "v1": "not active at revision 2"}
+    assert labels() == {"v2": "active", "v1": "not active at head"}

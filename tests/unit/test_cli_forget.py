@@ -47,3 +47,13 @@ def test_forget_scope_with_yes(env: dict[str, str]) -> None:
     assert run_json(env, "memory", "list", "--scope", "q", "--revision", "2")["entries"] == []
     page = run_json(env, "memory", "search", "okapi", "--scope", "q", "--mode", "fts")
     assert page["hits"] == []
+
+
+def test_a_keyed_forget_run_again_prints_its_first_result(env: dict[str, str]) -> None:
+    written = run_json(env, "memory", "remember", "the alarm code is 2207", "--scope", "k")
+    entry_id = written["entries"][0]["entry_id"]
+    command = ["memory", "forget", entry_id, "--scope", "k", "--yes", "--idempotency-key", "f-1"]
+    first = run_json(env, *command)
+    assert run_json(env, *command) == first  # not 410 erased: the key answers
+    scope_wide = ["memory", "forget-scope", "--scope", "k", "--yes", "--idempotency-key", "f-2"]
+    assert run_json(env, *scope_wide) == run_json(env, *scope_wide)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 
 from powercontext.cli import app
 from powercontext.server.search_schemas import HitModel
@@ -128,3 +130,88 @@ def test_errors_are_one_line_and_exit_non_zero(env: dict[str, str]) -> None:
     )
     assert config.exit_code == 2
     assert "POWERCONTEXT_SERVER_RUNTIME_MEMORY_RERANK_CANDIDATE_LIMIT" in config.stderr
+
+
+def test_search_floors_drop_hits_below_them(env: dict[str, str]) -> None:
+    run_json(env, "memory", "remember", "Lisbon Lisbon Lisbon trams", "--scope", "p")
+    run_json(
+        env, "memory", "remember", "Ana moved to Lisbon in 2021, among many other things.",
+        "--scope", "p",
+    )  # fmt: skip
+    search = ("memory", "search", "Lisbon", "--scope", "p", "--mode", "fts")
+    hits = run_json(env, *search)["hits"]
+    bm25 = [hit["explain"][0]["score"] for hit in hits]
+    assert len(bm25) == 2 and bm25[0] > bm25[1]
+    between = str((bm25[0] + bm25[1]) / 2)
+    kept = run_json(env, *search, "--min-score", between)["hits"]
+    assert [hit["text"] for hit in kept] == ["Lisbon Lisbon Lisbon trams"]
+    assert run_json(env, *search, "--min-score", "1000")["hits"] == []
+
+    vector = ("memory", "search", "Lisbon", "--scope", "p", "--mode", "vector")
+    assert run_json(env, *vector, "--min-similarity", "-1")["hits"]
+    assert run_json(env, *vector, "--min-similarity", "1")["hits"] == []
+    out_of_range = runner.invoke(app, [*vector, "--min-similarity", "2", "--local"], env=env)
+    assert out_of_range.exit_code != 0
+
+
+Invoke = Callable[[Sequence[str]], Result]
+"""Run `powercontext memory ARGS...` against one store (a server, or --local)."""
+
+
+def check_idempotent_writes(invoke: Invoke, scope: str) -> None:
+    """Each CLI write with --idempotency-key: a retry with the same key and body prints the
+    original result and writes nothing; the same key with another body is refused (409)."""
+
+    def head() -> int:
+        shown = invoke(["head", "--scope", scope, "--json"])
+        assert shown.exit_code == 0, shown.output
+        return int(json.loads(shown.stdout)["memory_ref"]["revision"])
+
+    def twice(*args: str) -> str:
+        """The write and its retry print the same, at the same head; the write's citation of
+        the entry at the revision it made."""
+        command = [*args, "--scope", scope]
+        first = invoke([*command, "--json"])
+        assert first.exit_code == 0, first.output
+        at = head()
+        again = invoke([*command, "--json"])
+        assert again.exit_code == 0, again.output
+        assert json.loads(again.stdout) == json.loads(first.stdout)
+        assert head() == at
+        plain = invoke(command)  # the human-readable answer names the same citations
+        assert plain.exit_code == 0 and plain.stdout.startswith(f"revision {at} of")
+        tokens = [
+            "{}:{}:{}".format(
+                e["citation"]["memory_ref"]["revision"], e["entry_id"], e["entry_version_id"]
+            )
+            for e in json.loads(first.stdout)["entries"]
+        ]
+        assert all(token in plain.stdout for token in tokens)
+        assert head() == at
+        return tokens[0] if tokens else f"{at}:{args[1].split(':', 1)[1]}"
+
+    def conflicts(*args: str) -> None:
+        at = head()
+        refused = invoke([*args, "--scope", scope])
+        assert refused.exit_code == 1, refused.output
+        assert "error idempotency_conflict:" in refused.stderr, refused.output
+        assert head() == at
+
+    added = twice("remember", "We deploy on Fridays.", "--idempotency-key", "k-add")
+    conflicts("remember", "We deploy on Mondays.", "--idempotency-key", "k-add")
+    revised = twice("revise", added, "Tuesdays.", "--idempotency-key", "k-revise")
+    conflicts("revise", added, "Wednesdays.", "--idempotency-key", "k-revise")
+    retired = twice("retire", revised, "--reason", "stale", "--idempotency-key", "k-retire")
+    conflicts("retire", revised, "--reason", "other", "--idempotency-key", "k-retire")
+    twice("reactivate", retired, "--idempotency-key", "k-reactivate")
+    conflicts("reactivate", retired, "--reason", "undo", "--idempotency-key", "k-reactivate")
+    assert head() == 4
+    # Without a key, the same write is a new one.
+    assert invoke(["remember", "We deploy on Fridays.", "--scope", scope]).exit_code == 0
+    assert head() == 5
+
+
+def test_writes_take_an_idempotency_key(env: dict[str, str]) -> None:
+    check_idempotent_writes(
+        lambda args: runner.invoke(app, ["memory", *args, "--local"], env=env), "p"
+    )

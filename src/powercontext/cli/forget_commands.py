@@ -18,6 +18,7 @@ from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
 from powercontext.cli.memory_options import (
     Connection,
     ExpectedRevision,
+    IdempotencyKey,
     Scope,
     memory_command,
     option_group,
@@ -41,10 +42,12 @@ Reason = Annotated[
 
 @dataclass(frozen=True)
 class Erasure:
-    """The options both erasures share: the audit note, the revision expected, and --yes."""
+    """The options both erasures share: the audit note, the revision expected, the
+    idempotency key, and --yes."""
 
     reason: Reason = None
     expected_revision: ExpectedRevision = None
+    idempotency_key: IdempotencyKey = None
     yes: Yes = False
 
     def confirm(self, question: str) -> None:
@@ -94,6 +97,7 @@ def forget(
             entry_ids=tuple(entry_ids),
             reason=erasure.reason,
             expected_revision=erasure.expected_revision,
+            idempotency_key=erasure.idempotency_key,
         )
     erasure.confirm(f"Erase {counted(len(entry_ids), 'entry')} of {scope!r} for good?")
 
@@ -105,7 +109,11 @@ def forget(
 @erasing
 def forget_scope(scope: Scope, *, erasure: Erasure, connection: Connection) -> None:
     """Erase every entry of a scope for good; its revisions and tombstones remain."""
-    request = ForgetScopeRequest(reason=erasure.reason, expected_revision=erasure.expected_revision)
+    request = ForgetScopeRequest(
+        reason=erasure.reason,
+        expected_revision=erasure.expected_revision,
+        idempotency_key=erasure.idempotency_key,
+    )
     erasure.confirm(f"Erase EVERY entry of scope {scope!r} for good?")
 
     result = connection.run(scope, lambda m: m.forget_scope(request, **_actor(m)))

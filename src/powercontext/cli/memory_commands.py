@@ -19,17 +19,16 @@ from powercontext.cli import (
 from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
 from powercontext.cli.memory_options import (
     AsOfRevision,
-    BatchSearchOptions,
     Citation,
     Connection,
     ExpectedRevision,
     FilterOption,
+    IdempotencyKey,
     OccurredAt,
     Reason,
     Scope,
     SearchOptions,
     Thread,
-    batch_search_options,
     filter_object,
     memory_command,
     metadata_object,
@@ -56,6 +55,7 @@ def remember(
     reason: Reason = None,
     thread: Thread = None,
     occurred_at: OccurredAt = None,
+    idempotency_key: IdempotencyKey = None,
     *,
     connection: Connection,
 ) -> None:
@@ -71,6 +71,7 @@ def remember(
                 "reason": reason,
                 "thread": thread,
                 "occurred_at": occurred_at,
+                "idempotency_key": idempotency_key,
             }
         )
     result = connection.run(scope, lambda m: m.remember(request))
@@ -87,7 +88,8 @@ def search(
     options: SearchOptions,
     connection: Connection,
 ) -> None:
-    """Search a scope; prints the final hits."""
+    """Search a scope; prints the final hits. --min-score and --min-similarity drop the
+    full-text and vector candidates below them."""
     with fail_on_errors():
         request = SearchMemoryRequest(query=query, **options.request_fields())
     page = connection.run(scope, lambda m: m.search(request))
@@ -96,14 +98,14 @@ def search(
 
 @app.command("search-batch")
 @memory_command
-@batch_search_options
+@search_options
 def search_batch(
     scope: Scope,
     queries_file: Annotated[
         str, typer.Argument(help="A file of queries, one per line; `-` (default): stdin.")
     ] = "-",
     *,
-    options: BatchSearchOptions,
+    options: SearchOptions,
     connection: Connection,
 ) -> None:
     """Run many searches in one call, all at one revision: one query per line (blank lines
@@ -187,13 +189,16 @@ def retire(
     citation: Citation,
     scope: Scope,
     reason: Reason = None,
+    idempotency_key: IdempotencyKey = None,
     *,
     connection: Connection,
 ) -> None:
     """Retire an entry (it stays citable, but is no longer found)."""
     with fail_on_errors():
         request = RetireMemoryRequest(
-            citation=output.parse_citation(citation, scope), reason=reason
+            citation=output.parse_citation(citation, scope),
+            reason=reason,
+            idempotency_key=idempotency_key,
         )
     result = connection.run(scope, lambda m: m.retire(request))
     output.print_write(result, connection.as_json)

@@ -60,6 +60,15 @@ ExpectedRevision = Annotated[
     int | None, typer.Option(help="Refuse unless the scope is at this revision.")
 ]
 Reason = Annotated[str | None, typer.Option(help="Recorded in the change log.")]
+IdempotencyKey = Annotated[
+    str | None,
+    typer.Option(
+        "--idempotency-key",
+        help="Makes a retry safe: the same key and body again returns the original result "
+        "and writes nothing; the same key with another body fails (idempotency_conflict). "
+        "Keys are per scope.",
+    ),
+]
 Thread = Annotated[
     str | None, typer.Option(help="The conversation, session or document it belongs to.")
 ]
@@ -145,20 +154,25 @@ class Change:
 
     reason: Reason = None
     expected_revision: ExpectedRevision = None
+    idempotency_key: IdempotencyKey = None
 
 
 changed = option_group("change", Change)
-"""Give a command `--reason` and `--expected-revision` as one `change: Change` argument."""
+"""Give a command `--reason`, `--expected-revision` and `--idempotency-key` as one
+`change: Change` argument."""
 
 
 @dataclass(frozen=True)
 class SearchOptions:
-    """What a search asks besides its query: `search` and `search-batch` take these alike."""
+    """What a search asks besides its query: `search` and `search-batch` take these alike (in
+    a batch, each applies to every query)."""
 
     limit: HitLimit = 10
     mode: ModeName = "auto"
     revision: SearchRevision = None
     where: FilterOption = None
+    min_score: MinScore = None
+    min_similarity: MinSimilarity = None
 
     def request_fields(self) -> dict[str, Any]:
         """The fields of a `SearchMemoryRequest` but its query; raises MemoryValidationError."""
@@ -167,23 +181,14 @@ class SearchOptions:
             "mode": _search_mode(self.mode),
             "revision": self.revision,
             "filter": filter_object(self.where),
+            "min_score": self.min_score,
+            "min_similarity": self.min_similarity,
         }
 
 
-@dataclass(frozen=True)
-class BatchSearchOptions(SearchOptions):
-    """A batch's options: a single search's, and the floors, which apply to every query."""
-
-    min_score: MinScore = None
-    min_similarity: MinSimilarity = None
-
-    def request_fields(self) -> dict[str, Any]:
-        floors = {"min_score": self.min_score, "min_similarity": self.min_similarity}
-        return super().request_fields() | floors
-
-
 search_options = option_group("options", SearchOptions)
-batch_search_options = option_group("options", BatchSearchOptions)
+"""Give a command the search options (--limit, --mode, --revision, --filter, --min-score,
+--min-similarity) as one `options: SearchOptions` argument."""
 
 
 def _connection(

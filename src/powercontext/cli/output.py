@@ -219,17 +219,21 @@ def print_head(ref: MemoryRef | None, scope_id: str, as_json: bool) -> None:
 def print_history(
     history: MemoryEntryHistory, as_json: bool, *, revision: int | None = None
 ) -> None:
-    """`revision`: the one asked for (None: the head), which `active` is relative to."""
+    """`revision`: the one asked for (None: the head). A version is labelled active when it is
+    the history's `active_version`, the one active at that revision (an entry's own `active`
+    flag says whether it is active at the head, so it cannot label an older revision)."""
     if as_json:
         print_json(history.model_dump(mode="json"))
         return
     versions = counted(len(history.versions), "version")
     title = f"entry {history.entry_id} · {versions} · {_ref(history.memory_ref)}"
     at = "head" if revision is None else f"revision {revision}"
+    active = history.active_version
+    active_id = active.entry_version_id if active is not None else None
     console.print(Text(title, style="bold"), soft_wrap=True)
     for record in history.versions:
         entry = record.entry
-        state = "active" if entry.active else f"not active at {at}"
+        state = "active" if entry.entry_version_id == active_id else f"not active at {at}"
         head = f"  v{entry.version} · {entry.kind} · {entry.created_at.isoformat()} · {state}"
         _print_row(head, entry.text, entry.citation)
     console.print(Text("changes", style="bold"))

@@ -48,6 +48,7 @@ def revise(
             metadata=metadata_object(metadata) if metadata is not None else None,
             reason=change.reason,
             expected_revision=change.expected_revision,
+            idempotency_key=change.idempotency_key,
         )
     result = connection.run(scope, lambda m: m.revise(request))
     output.print_write(result, connection.as_json)
@@ -62,6 +63,7 @@ def reactivate(citation: Citation, scope: Scope, *, change: Change, connection: 
             citation=output.parse_citation(citation, scope),
             reason=change.reason,
             expected_revision=change.expected_revision,
+            idempotency_key=change.idempotency_key,
         )
     result = connection.run(scope, lambda m: m.reactivate(request))
     output.print_write(result, connection.as_json)
