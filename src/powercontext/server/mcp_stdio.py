@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from powercontext.config import ServerSettings
+from powercontext.memory.errors import UnauthorizedError
 from powercontext.runtime import open_runtime
 from powercontext.server.auth import ApiKeyAuthority
 from powercontext.server.capability import log_search_capability
@@ -21,7 +22,13 @@ def serve_mcp_stdio(settings: ServerSettings | None = None, api_key: str | None 
     them (checked before anything is opened) and every tool call is held to its scopes."""
     settings = settings if settings is not None else ServerSettings()
     authority = ApiKeyAuthority.from_config(settings.http)
-    authority.authenticate(api_key)
+    try:
+        authority.authenticate(api_key)
+    except UnauthorizedError as exc:  # its message names the HTTP header, not stdio's options
+        raise UnauthorizedError(
+            f"{'an unknown' if api_key else 'no'} API key for the MCP tools: pass --api-key "
+            "or set POWERCONTEXT_MCP_API_KEY to a key of POWERCONTEXT_SERVER_HTTP_API_KEYS"
+        ) from exc
     configure_logging(settings.log_format)
     asyncio.run(_serve(settings, authority, api_key))
 
