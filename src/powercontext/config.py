@@ -24,6 +24,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
+from powercontext.extras import install_hint
 from powercontext.memory.errors import ConfigurationError
 from powercontext.memory.search.candidates import DEFAULT_CLASS_LIMITS, validate_class_limits
 
@@ -277,10 +278,7 @@ class InferenceConfig(_Group):
             if target != "smollm2" and not Path(target).expanduser().is_file():
                 raise ValueError(f"the model file {target!r} does not exist")
             if importlib.util.find_spec("xllamacpp") is None:
-                raise ValueError(
-                    "a llamacpp: model needs the [llm] extra: "
-                    "pip install 'powercontext-memory[llm]'"
-                )
+                raise ValueError(f"a llamacpp: model needs the [llm] extra: {install_hint('llm')}")
         return value
 
     @model_validator(mode="after")

@@ -50,6 +50,7 @@ def test_a_server_without_embedder_says_so_at_startup_and_in_the_422(tmp_path: P
     assert refused.status_code == 422
     message = refused.json()["error"]["message"]
     assert "pip install 'powercontext-memory[local]'" in message
+    assert "or in a clone pip install -e '.[local]'" in message  # what the README installs
     assert "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL" in message
     startup = [line for line in stderr.splitlines() if "powercontext.startup" in line]
     assert len(startup) == 1, stderr

@@ -21,6 +21,7 @@ from typing import Any, Final
 import httpx
 
 from powercontext.config import LLAMACPP_PREFIX, env_name
+from powercontext.extras import install_hint
 from powercontext.memory.errors import ConfigurationError
 
 log = logging.getLogger("powercontext.inference.llamacpp")
@@ -100,7 +101,7 @@ def _xllamacpp() -> Any:
     except ImportError as exc:
         raise ConfigurationError(
             f"{env_name('inference', 'generation_model')}={LLAMACPP_PREFIX}... needs the [llm] "
-            "extra: pip install 'powercontext-memory[llm]'"
+            f"extra: {install_hint('llm')}"
         ) from exc
     return xllamacpp
 

