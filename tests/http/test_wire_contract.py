@@ -51,6 +51,12 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
     ("search/batch", {"scope_id": "c", "searches": [{"query": "q", "limit": "3"}]}, False),
     ("search/batch", {"scope_id": "c", "searches": [{"query": "q", "min_score": False}]}, False),
     ("changes", {"scope_id": "c", "since_revision": False}, False),
+    # JSON has one number type: 1.0 is an integer to JSON Schema, 1.5 and "1" are not.
+    ("changes", {"scope_id": "c", "since_revision": 1.0, "limit": 5.0}, True),
+    ("changes", {"scope_id": "c", "since_revision": 1.5}, False),
+    ("changes", {"scope_id": "c", "since_revision": "1"}, False),
+    ("search", {"scope_id": "c", "query": "q", "limit": 5.0, "revision": 1.0}, True),
+    ("remember", {"scope_id": "c", "text": "ok", "expected_revision": 0.5}, False),
     ("changes", {"scope_id": "c", "since_revision": BIG}, False),
     ("changes", {"scope_id": "c", "since_revision": BIG - 1}, True),
     ("changes", {"scope_id": "c", "since_revision": 2**64 + 5}, False),

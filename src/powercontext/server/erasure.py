@@ -13,6 +13,7 @@ from powercontext.memory.erasure import MAX_FORGET_ENTRIES, ForgetMemoryRequest,
 from powercontext.server import translate
 from powercontext.server.calls import Call
 from powercontext.server.schemas import (
+    ExpectedRevision,
     MemoryRefModel,
     WireIdempotencyKey,
     WireReason,
@@ -36,7 +37,7 @@ class ForgetEntriesRequest(_Wire):
         description="The entries to erase (all or none).",
     )
     reason: WireReason | None = _reason_field()
-    expected_revision: int | None = _expected_field()
+    expected_revision: ExpectedRevision = _expected_field()
     idempotency_key: WireIdempotencyKey | None = _idempotency_field()
 
 
@@ -45,7 +46,7 @@ class ForgetScopeBody(_Wire):
 
     scope_id: WireScopeId = _scope_field()
     reason: WireReason | None = _reason_field()
-    expected_revision: int | None = _expected_field()
+    expected_revision: ExpectedRevision = _expected_field()
     idempotency_key: WireIdempotencyKey | None = _idempotency_field()
 
 

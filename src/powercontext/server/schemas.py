@@ -12,7 +12,16 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+)
+from pydantic_core import PydanticCustomError
 
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.values import (
@@ -79,13 +88,31 @@ WireReason = Annotated[
 ]
 
 
+def _json_integer(value: Any) -> Any:
+    # JSON has one number type, so JSON Schema (and the OpenAPI contract) counts 5.0 as the
+    # integer 5; a boolean (`false` is not 0 here), a string or 5.5 is no integer.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PydanticCustomError("int_type", "Input should be a valid integer")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise PydanticCustomError(
+                "int_from_float", "Input should be a valid integer, got a fractional number"
+            )
+        return int(value)
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(_json_integer)]
+"""An integer field of a request body, exactly as JSON Schema reads `type: integer`."""
+
+
 def _int_field(default: Any = ..., *, ge: int, le: int = MAX_REVISION, description: str) -> Any:
-    """A JSON integer, never a boolean (`false` is not 0 here) nor a float."""
-    return Field(default, ge=ge, le=le, strict=True, description=description)
+    """The bounds of a `JsonInt` field."""
+    return Field(default, ge=ge, le=le, description=description)
 
 
-AsOfRevision = Annotated[int | None, Field(ge=1, le=MAX_REVISION, strict=True)]
-"""The revision a read is answered at, strict as `_int_field` (null: the head)."""
+AsOfRevision = Annotated[int, Field(ge=1, le=MAX_REVISION), BeforeValidator(_json_integer)] | None
+"""The revision a read is answered at, a `JsonInt` (null: the head)."""
 MinScore = Annotated[float | None, Field(allow_inf_nan=False, strict=True)]
 """The full-text floor on the raw BM25 score: a finite JSON number (not a boolean or a string),
 compared with `explain`."""
@@ -142,8 +169,14 @@ def _scope_field() -> Any:
     return Field(description=_SCOPE)
 
 
+ExpectedRevision = (
+    Annotated[int, Field(ge=0, le=MAX_REVISION), BeforeValidator(_json_integer)] | None
+)
+"""A write's compare-and-swap revision, a `JsonInt` (0: an empty scope; null: any head)."""
+
+
 def _expected_field() -> Any:
-    return _int_field(None, ge=0, description=_EXPECTED)
+    return Field(None, description=_EXPECTED)
 
 
 def _reason_field() -> Any:
@@ -169,7 +202,9 @@ class MemoryRefModel(_Wire):
     """One exact revision of one scope's Memory."""
 
     scope_id: WireScopeId = Field(description="The scope this revision belongs to.")
-    revision: int = _int_field(ge=1, description="The scope's revision number, from 1, increasing.")
+    revision: JsonInt = _int_field(
+        ge=1, description="The scope's revision number, from 1, increasing."
+    )
 
 
 class CitationModel(_Wire):
@@ -216,7 +251,7 @@ class RememberOneRequest(RememberEntryModel):
     POWERCONTEXT_SERVER_HTTP_MAX_WRITE_BODY_BYTES (default 1 MiB; 413 beyond)."""
 
     scope_id: WireScopeId = _scope_field()
-    expected_revision: int | None = _expected_field()
+    expected_revision: ExpectedRevision = _expected_field()
     idempotency_key: WireIdempotencyKey | None = _idempotency_field()
 
 
@@ -237,7 +272,7 @@ class RememberBatchRequest(_Wire):
             "requests (the SDK's remember_many does, one revision per part)."
         ),
     )
-    expected_revision: int | None = _expected_field()
+    expected_revision: ExpectedRevision = _expected_field()
     idempotency_key: WireIdempotencyKey | None = _idempotency_field()
 
 
@@ -283,7 +318,7 @@ class ListEntriesRequest(_Wire):
         description="`next_cursor` of the previous page, passed exactly as received: opaque "
         "and bound to this scope and revision (422 invalid_cursor otherwise).",
     )
-    limit: int = _int_field(100, ge=1, le=1000, description="Entries per page.")
+    limit: JsonInt = _int_field(100, ge=1, le=1000, description="Entries per page.")
     filter: MemoryFilter | None = Field(
         default=None, description="Only entries matching it (see the search request)."
     )
@@ -307,7 +342,7 @@ class ReviseEntryRequest(_Wire):
     kind: WireKind | None = Field(default=None, description=_KIND + " Default: unchanged.")
     metadata: Metadata | None = Field(default=None, description=_METADATA + " Default: unchanged.")
     reason: WireReason | None = _reason_field()
-    expected_revision: int | None = _expected_field()
+    expected_revision: ExpectedRevision = _expected_field()
     idempotency_key: WireIdempotencyKey | None = _idempotency_field()
 
 
@@ -317,7 +352,7 @@ class RetireEntryRequest(_Wire):
     scope_id: WireScopeId = _scope_field()
     citation: CitationModel = Field(description="Must name the entry's current version.")
     reason: WireReason | None = _reason_field()
-    expected_revision: int | None = _expected_field()
+    expected_revision: ExpectedRevision = _expected_field()
     idempotency_key: WireIdempotencyKey | None = _idempotency_field()
 
 
@@ -329,10 +364,10 @@ class ChangesRequest(_Wire):
     """The change log of a scope after a revision, oldest first."""
 
     scope_id: WireScopeId = _scope_field()
-    since_revision: int = _int_field(
+    since_revision: JsonInt = _int_field(
         0, ge=0, description="Return changes of revisions after this one."
     )
-    limit: int = _int_field(1000, ge=1, le=10_000, description="Maximum changes returned.")
+    limit: JsonInt = _int_field(1000, ge=1, le=10_000, description="Maximum changes returned.")
 
 
 class HeadRequest(_Wire):

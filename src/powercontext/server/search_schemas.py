@@ -21,6 +21,7 @@ from powercontext.memory.values import (
 from powercontext.server.schemas import (
     AsOfRevision,
     CitationModel,
+    JsonInt,
     MemoryRefModel,
     MinScore,
     MinSimilarity,
@@ -41,7 +42,7 @@ class SearchRequest(_Wire):
         max_length=MAX_QUERY_BYTES,
         description=f"The query; not blank; at most {MAX_QUERY_BYTES} UTF-8 bytes.",
     )
-    limit: int = _int_field(
+    limit: JsonInt = _int_field(
         10,
         ge=1,
         le=100,
@@ -96,7 +97,7 @@ class BatchSearchItem(_Wire):
         max_length=MAX_QUERY_BYTES,
         description=f"The query; not blank; at most {MAX_QUERY_BYTES} UTF-8 bytes.",
     )
-    limit: int = _int_field(10, ge=1, le=100, description="As in a single search.")
+    limit: JsonInt = _int_field(10, ge=1, le=100, description="As in a single search.")
     mode: SearchMode = Field(default="auto", description="As in a single search.")
     filter: MemoryFilter | None = Field(
         default=None, description="As in a single search, for this search only."
