@@ -234,12 +234,22 @@ def test_payload_too_large(bare_server: Served, fresh_scope: str) -> None:
 def test_inference_failures_fail_closed(
     open_server: Served, fresh_scope: str, marker: str, status: int, code: str
 ) -> None:
+    metric = f'powercontext_memory_rerank_failures_total{{code="{code}"}}'
     with open_server.client() as client:
         client.post("/v1/memory/remember", json={"scope_id": fresh_scope, "text": "a fact"})
+        before = _metric(client.get("/metrics").text, metric)
         response = client.post(
             "/v1/memory/search", json={"scope_id": fresh_scope, "query": f"fact {marker}"}
         )
+        after = _metric(client.get("/metrics").text, metric)
     _error(response, status, code)
+    # A failed rerank is counted, not only the ones that came back (a crash is a bug, a 500).
+    assert after == before + (code != "internal_error")
+
+
+def _metric(text: str, name: str) -> float:
+    values = [line.rsplit(" ", 1)[1] for line in text.splitlines() if line.startswith(name + " ")]
+    return float(values[0]) if values else 0.0
 
 
 def test_storage_unavailable_then_recovers(bare_server: Served, fresh_scope: str) -> None:

@@ -15,6 +15,7 @@ from powercontext.memory import (
     RememberMemoryRequest,
     SearchMemoryRequest,
 )
+from powercontext.memory.models import InferenceUsage
 from powercontext.memory.rerank.guard import GuardedReranker
 from powercontext.testing import ScriptedReranker
 from tests.integration.conftest import sqlite_settings
@@ -147,6 +148,7 @@ async def test_cache_reuses_a_decision_until_the_pool_changes(db_path: Path) -> 
         after_write = await memory.search(QUERY)
     assert first.rerank is not None and second.rerank is not None
     assert not first.rerank.cache_hit and second.rerank.cache_hit
+    assert first.rerank.usage.requests == 1 and second.rerank.usage == InferenceUsage()
     assert second.rerank.latency_ms < first.rerank.latency_ms
     assert [h.entry_version_id for h in second.hits] == [h.entry_version_id for h in first.hits]
     assert other_limit.rerank is not None and not other_limit.rerank.cache_hit

@@ -42,7 +42,15 @@ class ServerMetrics:
         )
         self.reranks = Counter(
             "powercontext_memory_rerank_calls",
-            "Searches whose coarse pool went through the memory reranker.",
+            "Searches whose coarse pool went through the memory reranker and came back with "
+            "a page (a failed one is counted in powercontext_memory_rerank_failures).",
+            registry=self.registry,
+        )
+        self.rerank_failures = Counter(
+            "powercontext_memory_rerank_failures",
+            "Reranks that failed the search (fail_closed, or a deadline): inference_timeout, "
+            "inference_unavailable or inference_invalid_output.",
+            ("code",),
             registry=self.registry,
         )
         self.fallbacks = Counter(
@@ -87,6 +95,9 @@ class ServerMetrics:
             self.rerank_latency.observe(observation.rerank_latency_ms / 1000.0)
             if observation.used_fallback:
                 self.fallbacks.inc()
+
+    def observe_rerank_failure(self, code: str) -> None:
+        self._child(self.rerank_failures, code).inc()
 
     def observe_rerank_status(self, status: RerankStatus) -> None:
         self._child(self.rerank_status, status).inc()

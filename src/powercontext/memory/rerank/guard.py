@@ -17,7 +17,7 @@ from powercontext.memory.errors import (
     InferenceUnavailableError,
     InvalidInferenceOutputError,
 )
-from powercontext.memory.models import MemoryHit, MemoryRerankDecision
+from powercontext.memory.models import InferenceUsage, MemoryHit, MemoryRerankDecision
 from powercontext.memory.ports import MemoryReranker
 from powercontext.memory.rerank.cache import RerankCache
 from powercontext.memory.rerank.deadline import rerank_deadline
@@ -79,7 +79,8 @@ class GuardedReranker:
             key = self.cache.key(self.policy_id, query, candidates, limit)
             cached = self.cache.get(key)
             if cached is not None:
-                return cached.model_copy(update={"cache_hit": True})
+                # No provider call now: usage is this search's (none), not the first one's.
+                return cached.model_copy(update={"cache_hit": True, "usage": InferenceUsage()})
         try:
             decision = await self._call(query, candidates, limit)
         except _OUTAGES:
