@@ -86,8 +86,9 @@ def test_every_route_refuses_other_scopes(auth_server: Served, route: str) -> No
         assert everything.post(path, json=_body(route, "any-scope")).status_code not in (401, 403)
 
 
-STREAMED_ROUTES = {"export": "GET", "import": "POST"}
-"""Routes that take the scope in the query and stream JSON lines (server/transfer.py)."""
+STREAMED_ROUTES = {"export": "GET", "import": "POST", "remember/stream": "POST"}
+"""Routes that take the scope in the query and stream JSON lines (server/transfer.py,
+server/remember_stream.py)."""
 
 
 @pytest.mark.parametrize("route", sorted(STREAMED_ROUTES))
