@@ -16,9 +16,8 @@ from powercontext.cli import output
 from powercontext.cli.backends import CliMemory
 from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
 from powercontext.cli.memory_options import (
+    Change,
     Connection,
-    ExpectedRevision,
-    IdempotencyKey,
     Scope,
     memory_command,
     option_group,
@@ -41,13 +40,10 @@ Reason = Annotated[
 
 
 @dataclass(frozen=True)
-class Erasure:
-    """The options both erasures share: the audit note, the revision expected, the
-    idempotency key, and --yes."""
+class Erasure(Change):
+    """The options both erasures share: a write's (`reason` as an audit note), and --yes."""
 
     reason: Reason = None
-    expected_revision: ExpectedRevision = None
-    idempotency_key: IdempotencyKey = None
     yes: Yes = False
 
     def confirm(self, question: str) -> None:
@@ -93,12 +89,7 @@ def forget(
 ) -> None:
     """Erase entries for good: every version's text, metadata, tokens and vectors."""
     with fail_on_errors():
-        request = ForgetMemoryRequest(
-            entry_ids=tuple(entry_ids),
-            reason=erasure.reason,
-            expected_revision=erasure.expected_revision,
-            idempotency_key=erasure.idempotency_key,
-        )
+        request = ForgetMemoryRequest(entry_ids=tuple(entry_ids), **erasure.recorded())
     erasure.confirm(f"Erase {counted(len(entry_ids), 'entry')} of {scope!r} for good?")
 
     result = connection.run(scope, lambda m: m.forget(request, **_actor(m)))
@@ -109,11 +100,7 @@ def forget(
 @erasing
 def forget_scope(scope: Scope, *, erasure: Erasure, connection: Connection) -> None:
     """Erase every entry of a scope for good; its revisions and tombstones remain."""
-    request = ForgetScopeRequest(
-        reason=erasure.reason,
-        expected_revision=erasure.expected_revision,
-        idempotency_key=erasure.idempotency_key,
-    )
+    request = ForgetScopeRequest(**erasure.recorded())
     erasure.confirm(f"Erase EVERY entry of scope {scope!r} for good?")
 
     result = connection.run(scope, lambda m: m.forget_scope(request, **_actor(m)))

@@ -1,4 +1,4 @@
-"""`powercontext memory remember|search|list|get|retire` (and, from revision_commands,
+"""`powercontext memory remember|search|list|get` (and, from revision_commands,
 revise|reactivate|changes|head|history; from transfer_commands, export|import)."""
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from powercontext.cli import (
 from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
 from powercontext.cli.memory_options import (
     AsOfRevision,
-    Citation,
     Connection,
     ExpectedRevision,
     FilterOption,
@@ -37,7 +36,6 @@ from powercontext.cli.memory_options import (
 from powercontext.memory.errors import MemoryValidationError, citation_not_found
 from powercontext.memory.models import (
     RememberMemoryRequest,
-    RetireMemoryRequest,
     SearchMemoryRequest,
 )
 
@@ -183,27 +181,7 @@ def get(
     output.print_entry(entry, connection.as_json)
 
 
-@app.command()
-@memory_command
-def retire(
-    citation: Citation,
-    scope: Scope,
-    reason: Reason = None,
-    idempotency_key: IdempotencyKey = None,
-    *,
-    connection: Connection,
-) -> None:
-    """Retire an entry (it stays citable, but is no longer found)."""
-    with fail_on_errors():
-        request = RetireMemoryRequest(
-            citation=output.parse_citation(citation, scope),
-            reason=reason,
-            idempotency_key=idempotency_key,
-        )
-    result = connection.run(scope, lambda m: m.retire(request))
-    output.print_write(result, connection.as_json)
-
-
+app.command()(revision_commands.retire)
 app.command()(revision_commands.revise)
 app.command()(revision_commands.reactivate)
 app.command()(revision_commands.changes)

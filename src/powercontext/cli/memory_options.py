@@ -150,11 +150,17 @@ def option_group(name: str, group: type[Any]) -> Callable[[Command], Command]:
 
 @dataclass(frozen=True)
 class Change:
-    """What a revise or a reactivate records and expects besides its own content."""
+    """What a write records and expects besides its own content (retire, revise, reactivate;
+    forget's options extend it)."""
 
     reason: Reason = None
     expected_revision: ExpectedRevision = None
     idempotency_key: IdempotencyKey = None
+
+    def recorded(self) -> dict[str, Any]:
+        """These options as the fields of the write's request, which are named alike (a
+        subclass's own options, such as forget's --yes, are not among them)."""
+        return {field.name: getattr(self, field.name) for field in fields(Change)}
 
 
 changed = option_group("change", Change)

@@ -1,4 +1,4 @@
-"""`powercontext memory revise|reactivate|changes|head|history`: the revision side of a scope.
+"""`powercontext memory retire|revise|reactivate|changes|head|history`: a scope's revisions.
 
 Registered on the `memory` group by memory_commands; like the other memory commands each runs
 against a server through the SDK, or with --local on the embedded store.
@@ -6,11 +6,13 @@ against a server through the SDK, or with --local on the embedded store.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Annotated
 
 import typer
 
 from powercontext.cli import output
+from powercontext.cli.backends import CliMemory
 from powercontext.cli.errors import fail_on_errors
 from powercontext.cli.memory_options import (
     AsOfRevision,
@@ -22,7 +24,12 @@ from powercontext.cli.memory_options import (
     memory_command,
     metadata_object,
 )
-from powercontext.memory.models import ReactivateMemoryRequest, ReviseMemoryRequest
+from powercontext.memory.models import (
+    MemoryWriteResult,
+    ReactivateMemoryRequest,
+    RetireMemoryRequest,
+    ReviseMemoryRequest,
+)
 
 
 @memory_command
@@ -46,9 +53,7 @@ def revise(
             text=text,
             kind=kind,
             metadata=metadata_object(metadata) if metadata is not None else None,
-            reason=change.reason,
-            expected_revision=change.expected_revision,
-            idempotency_key=change.idempotency_key,
+            **change.recorded(),
         )
     result = connection.run(scope, lambda m: m.revise(request))
     output.print_write(result, connection.as_json)
@@ -56,17 +61,35 @@ def revise(
 
 @memory_command
 @changed
+def retire(citation: Citation, scope: Scope, *, change: Change, connection: Connection) -> None:
+    """Retire an entry (it stays citable, but is no longer found)."""
+    _change_state(RetireMemoryRequest, citation, scope, change, connection)
+
+
+@memory_command
+@changed
 def reactivate(citation: Citation, scope: Scope, *, change: Change, connection: Connection) -> None:
     """Make a retired entry active again (search finds it from the new revision on)."""
+    _change_state(ReactivateMemoryRequest, citation, scope, change, connection)
+
+
+def _change_state(
+    kind: type[RetireMemoryRequest] | type[ReactivateMemoryRequest],
+    citation: str,
+    scope: str,
+    change: Change,
+    connection: Connection,
+) -> None:
+    """Retire or reactivate: a citation and the change's options, nothing else."""
     with fail_on_errors():
-        request = ReactivateMemoryRequest(
-            citation=output.parse_citation(citation, scope),
-            reason=change.reason,
-            expected_revision=change.expected_revision,
-            idempotency_key=change.idempotency_key,
-        )
-    result = connection.run(scope, lambda m: m.reactivate(request))
-    output.print_write(result, connection.as_json)
+        request = kind(citation=output.parse_citation(citation, scope), **change.recorded())
+
+    def write(memory: CliMemory) -> Awaitable[MemoryWriteResult]:
+        if isinstance(request, RetireMemoryRequest):
+            return memory.retire(request)
+        return memory.reactivate(request)
+
+    output.print_write(connection.run(scope, write), connection.as_json)
 
 
 @memory_command

@@ -286,27 +286,27 @@ def history(scope_id: str, entry_id: str, revision: int | None) -> Call[MemoryEn
     )
 
 
-def forget(scope_id: str, request: ForgetMemoryRequest) -> Call[MemoryForgetResult]:
-    # Keyed like every write: a repeat of a forget that went through answers its original
+def _erasure(
+    path: str, scope_id: str, request: BaseModel, entries: int = 1
+) -> Call[MemoryForgetResult]:
+    # Keyed like every write: a repeat of an erasure that went through answers its original
     # result instead of a 410 `erased`, so it is retried like a read.
     return Call(
         "POST",
-        "/v1/memory/forget",
+        path,
         MemoryForgetResult.model_validate,
-        _body(scope_id, _keyed(request)),
+        _body(scope_id, request),
         idempotent=True,
-        entries=len(request.entry_ids),
+        entries=entries,
     )
+
+
+def forget(scope_id: str, request: ForgetMemoryRequest) -> Call[MemoryForgetResult]:
+    return _erasure("/v1/memory/forget", scope_id, _keyed(request), len(request.entry_ids))
 
 
 def forget_scope(scope_id: str, request: ForgetScopeRequest) -> Call[MemoryForgetResult]:
-    return Call(
-        "POST",
-        "/v1/scopes/forget",
-        MemoryForgetResult.model_validate,
-        _body(scope_id, _keyed(request)),
-        idempotent=True,
-    )
+    return _erasure("/v1/scopes/forget", scope_id, _keyed(request))
 
 
 def _scopes(payload: Any) -> tuple[ScopeSummary, ...]:

@@ -26,16 +26,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from powercontext.memory.commit import COMMIT_RETRY_SECONDS
 from powercontext.memory.errors import NotFoundError, RevisionConflictError
-from powercontext.memory.idempotency import check_body
+from powercontext.memory.idempotency import check_body, claim_for
 from powercontext.memory.indexing.rebuild import rederive
 from powercontext.memory.indexing.threads import index_sequences, sequence_key
 from powercontext.memory.models import MemoryRef
-from powercontext.memory.ports import (
-    ErasureRequest,
-    ErasureResult,
-    IdempotencyClaim,
-    IdempotentWrite,
-)
+from powercontext.memory.ports import ErasureRequest, ErasureResult, IdempotentWrite
 from powercontext.memory.tombstones import raise_if_entry_erased
 from powercontext.memory.values import IdempotencyKey, Reason
 
@@ -84,17 +79,19 @@ class MemoryForgetResult(_Frozen):
 async def forget(
     service: MemoryService,
     scope_id: str,
-    entry_ids: Sequence[str] | None,
-    expected_revision: int | None,
+    request: ForgetMemoryRequest | ForgetScopeRequest,
     *,
     actor: str | None,
-    reason: str | None,
-    claim: IdempotencyClaim | None = None,
 ) -> MemoryForgetResult:
-    """NotFoundError for an unknown scope or entry, ErasedError for an entry already erased,
-    RevisionConflictError when `expected_revision` is not the head. With a `claim` whose key
+    """Erase the request's entries, or the whole scope for a ForgetScopeRequest.
+
+    NotFoundError for an unknown scope or entry, ErasedError for an entry already erased,
+    RevisionConflictError when `expected_revision` is not the head. With an idempotency key
     an erasure recorded already: that erasure's result (IdempotencyConflictError for another
     body)."""
+    entry_ids = request.entry_ids if isinstance(request, ForgetMemoryRequest) else None
+    expected_revision, reason = request.expected_revision, request.reason
+    claim = claim_for("forget" if entry_ids is not None else "forget_scope", [request])
     store = service.store
     give_up = time.monotonic() + COMMIT_RETRY_SECONDS
     async with service.lock_of(scope_id):
@@ -116,10 +113,10 @@ async def forget(
             if entry_ids is not None:
                 await _require_stored(service, scope_id, entry_ids)
             try:
-                request = ErasureRequest(
+                erasure = ErasureRequest(
                     scope_id, head, entry_ids, actor=actor, reason=reason, idempotency=claim
                 )
-                result = await store.erase(request)
+                result = await store.erase(erasure)
                 break
             except RevisionConflictError:
                 # Another process committed first: look again at the head, and at the key,

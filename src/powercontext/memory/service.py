@@ -122,29 +122,13 @@ class MemoryService:
         self, scope_id: str, request: ForgetMemoryRequest, *, actor: str | None = None
     ) -> MemoryForgetResult:
         """Erase every version of the request's entries (see memory.erasure)."""
-        return await forget(
-            self,
-            scope_id,
-            request.entry_ids,
-            request.expected_revision,
-            actor=actor,
-            reason=request.reason,
-            claim=claim_for("forget", [request]),
-        )
+        return await forget(self, scope_id, request, actor=actor)
 
     async def forget_scope(
         self, scope_id: str, request: ForgetScopeRequest, *, actor: str | None = None
     ) -> MemoryForgetResult:
         """Erase every entry version of the scope (see memory.erasure)."""
-        return await forget(
-            self,
-            scope_id,
-            None,
-            request.expected_revision,
-            actor=actor,
-            reason=request.reason,
-            claim=claim_for("forget_scope", [request]),
-        )
+        return await forget(self, scope_id, request, actor=actor)
 
     # ---- writes ---------------------------------------------------------------------------
 
