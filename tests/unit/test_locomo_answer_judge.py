@@ -17,6 +17,7 @@ from powercontext.bench.locomo.dataset import load_dataset
 from powercontext.bench.locomo.generation import GenerationUnavailableError, default_generator
 from powercontext.bench.locomo.judge import judge_answer, judge_prompt, parse_verdict
 from powercontext.config import InferenceConfig
+from tests.fakes.openai_server import FakeOpenAIServer, text_reply
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "locomo" / "tiny.json"
 
@@ -107,3 +108,17 @@ def test_default_generator_needs_a_model() -> None:
     with pytest.raises(GenerationUnavailableError, match="GENERATION_MODEL"):
         default_generator(None, InferenceConfig())
     assert default_generator("test:model", InferenceConfig()).model == "test:model"
+
+
+async def test_answers_reach_an_openai_compatible_model_as_the_reranker_does() -> None:
+    """`openai-compatible:NAME` means the model at GENERATION_BASE_URL for answers too, not a
+    pydantic-ai provider name (which failed with "Unknown model" after the whole run)."""
+    with FakeOpenAIServer() as fake:
+        fake.script_chat(text_reply("7 May 2023"))
+        inference = InferenceConfig(
+            generation_model="openai-compatible:local-model", generation_base_url=fake.base_url
+        )
+        generate = default_generator(None, inference)
+        assert await generate("answer briefly", "When did Caroline go?") == "7 May 2023"
+        (request,) = fake.chat_requests
+    assert request.body["model"] == "local-model"

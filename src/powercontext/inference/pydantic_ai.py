@@ -38,7 +38,12 @@ from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage
 
-from powercontext.config import LLAMACPP_PREFIX, OPENAI_COMPATIBLE_PREFIX, env_name
+from powercontext.config import (
+    LLAMACPP_PREFIX,
+    OPENAI_COMPATIBLE_PREFIX,
+    InferenceConfig,
+    env_name,
+)
 from powercontext.memory.bounds import at_least_one, positive
 from powercontext.memory.errors import (
     ConfigurationError,
@@ -168,9 +173,7 @@ def _resolve_model(model: str | Model) -> Model:
         return infer_model(model)
     except (UserError, ValueError, ImportError) as exc:
         # UserError messages are pydantic-ai's own (unknown provider, missing API key): safe.
-        raise ConfigurationError(
-            f"{env_name('inference', 'generation_model')}={model!r} cannot be used: {exc}"
-        ) from exc
+        raise ConfigurationError(f"the generation model {model!r} cannot be used: {exc}") from exc
 
 
 class PydanticAIListwiseReranker:
@@ -251,6 +254,26 @@ class PydanticAIListwiseReranker:
             close()
 
 
+def generation_model(
+    spec: str, inference: InferenceConfig, *, local_base_url: str | None = None
+) -> str | Model:
+    """The chat model a `GENERATION_MODEL` spec names, for the reranker and for the LoCoMo
+    harness's answers and judge alike: `openai-compatible:NAME` at GENERATION_BASE_URL, a
+    `llamacpp:` file served at `local_base_url`, else pydantic-ai's own `provider:name`."""
+    if local_base_url is not None:
+        # llama.cpp serves one model whatever the name; the file name makes its logs readable.
+        name = Path(spec.removeprefix(LLAMACPP_PREFIX).strip()).name
+        return openai_compatible_model(local_base_url, name, name="llamacpp")
+    if spec.startswith(OPENAI_COMPATIBLE_PREFIX) and inference.generation_base_url:
+        key = inference.generation_api_key
+        return openai_compatible_model(
+            inference.generation_base_url,
+            spec.removeprefix(OPENAI_COMPATIBLE_PREFIX).strip(),
+            api_key=key.get_secret_value() if key is not None else None,
+        )
+    return spec
+
+
 def build_generation_reranker(
     settings: ServerSettings,
     *,
@@ -269,18 +292,7 @@ def build_generation_reranker(
             f"the listwise reranker needs {env_name('inference', 'generation_model')} "
             "(a pydantic-ai provider:model-name string)"
         )
-    model: str | Model = spec
-    if local_base_url is not None:
-        # llama.cpp serves one model whatever the name; the file name makes its logs readable.
-        name = Path(spec.removeprefix(LLAMACPP_PREFIX).strip()).name
-        model = openai_compatible_model(local_base_url, name, name="llamacpp")
-    elif spec.startswith(OPENAI_COMPATIBLE_PREFIX) and inference.generation_base_url:
-        key = inference.generation_api_key
-        model = openai_compatible_model(
-            inference.generation_base_url,
-            spec.removeprefix(OPENAI_COMPATIBLE_PREFIX).strip(),
-            api_key=key.get_secret_value() if key is not None else None,
-        )
+    model = generation_model(spec, inference, local_base_url=local_base_url)
     mode = inference.generation_output_mode
     if mode == "auto":
         mode = "tool" if isinstance(model, str) else "native"

@@ -36,6 +36,7 @@ class InferenceTextGenerator:
 
     def __init__(self, model: str, inference: InferenceConfig) -> None:
         self.model = model
+        self._inference = inference
         self._timeout = inference.generation_timeout_seconds
         self._max_requests = inference.generation_max_requests
         self._helper: Any = None
@@ -53,8 +54,12 @@ class InferenceTextGenerator:
         return self._helper
 
     async def __call__(self, system: str, prompt: str) -> str:
+        # The spec as the reranker reads it (`openai-compatible:` at GENERATION_BASE_URL too).
+        model = importlib.import_module(_HELPER_MODULE).generation_model(
+            self.model, self._inference
+        )
         reply = await self._resolve()(
-            self.model,
+            model,
             system=system,
             prompt=prompt,
             timeout_seconds=self._timeout,
