@@ -31,6 +31,7 @@ from tests import pg_server
 
 pytestmark = pytest.mark.postgres
 
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "postgres.md"
 GLOBAL_TABLES = {"schema_migrations"}
 """Bookkeeping of the coordinator (a Citus reference or local table)."""
 CROSS_SCOPE = {'SELECT scope_id FROM scopes ORDER BY scope_id COLLATE "C"'}
@@ -108,6 +109,8 @@ async def test_every_table_is_keyed_by_scope_id_first(tmp_path: Path) -> None:
         if kind == "p":
             keyed.add(table)
     assert keyed == distributed, f"tables without a primary key: {distributed - keyed}"
+    documented = set(re.findall(r"create_distributed_table\('(\w+)'", DOCS.read_text("utf-8")))
+    assert documented == distributed, "docs/postgres.md must distribute exactly these tables"
     for table, name, definition in await _unique_indexes(url):
         if table not in GLOBAL_TABLES:
             assert re.search(r"\(scope_id\b", definition), f"{name}: {definition}"
