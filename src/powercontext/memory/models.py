@@ -204,7 +204,8 @@ class MemoryRerankTrace(_Frozen):
     query_class: str | None = None
     """The query's class under `powercontext.memory.candidates.by_class.v2`; else None."""
     candidate_limit: int | None = None
-    """The candidate limit the policy chose for this query."""
+    """The candidate limit the policy chose for this query; the pool holds
+    max(request limit, this) candidates."""
 
     def redacted(self) -> RedactedRerankTrace:
         """The trace without candidate text, ids or scores: safe to hand to an HTTP client."""

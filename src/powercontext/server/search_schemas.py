@@ -212,7 +212,11 @@ class RerankTraceModel(_Wire):
         ),
     )
     candidate_limit: int | None = Field(
-        default=None, exclude_if=_is_none, description="The candidate limit used."
+        default=None,
+        exclude_if=_is_none,
+        description="The candidate limit the policy chose for this query (by its class under "
+        "by_class). The pool holds max(limit, candidate_limit) candidates (the RFC's coarse "
+        "limit), so `candidate_count` exceeds it when the search asks for more hits.",
     )
 
 
