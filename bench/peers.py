@@ -9,7 +9,8 @@
 Every system is asked for 10 results with their text per query; query embedding is excluded
 (vectors are precomputed). Ratios are ours / peer: below 1 means PowerContext is faster.
 
-    python bench/peers.py                  # 100k entries; writes bench/results/peers.json
+    pip install lancedb==0.40.0            # the peer (not a PowerContext dependency)
+    python bench/peers.py                  # 100k entries; writes bench/results/peers_100000.json
     python bench/peers.py --entries 10000 --queries 100
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import sqlite3
@@ -40,6 +42,7 @@ from powercontext.storage.sqlite import IndexOptions
 LIMIT = 10
 CHANNEL = 40  # what PowerContext asks each channel for at limit 10: max(4 * 10, 32)
 RRF_K = 60
+LANCEDB_VERSION = "0.40.0"  # the version docs/performance.md's side-by-side table ran
 Search = Callable[[str, npt.NDArray[np.float32]], list[Any]]
 
 
@@ -194,6 +197,11 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
+    if importlib.util.find_spec("lancedb") is None:  # before any work
+        sys.exit(
+            "peers.py needs LanceDB, not a PowerContext dependency: "
+            f"pip install lancedb=={LANCEDB_VERSION} (the version docs/performance.md quotes)"
+        )
     corpus = data.build(args.entries, args.queries)
     result: dict[str, Any] = {"benchmark": "peers", "entries": args.entries, "limit": LIMIT}
     with tempfile.TemporaryDirectory(prefix="pc-peers-") as tmp:
