@@ -230,8 +230,8 @@ async def run_variant(
 def _row(result: dict[str, Any]) -> str:
     o = result["all"]["overall"]
     cats = " | ".join(
-        f"{result['all'][c]['recall@10']:.3f} / {result['all'][c]['recall@30']:.3f} / "
-        f"{result['all'][c]['mrr@30']:.3f}"
+        f"{result['all'][c]['recall@5']:.3f} / {result['all'][c]['recall@10']:.3f} / "
+        f"{result['all'][c]['recall@30']:.3f} / {result['all'][c]['mrr@30']:.3f}"
         for c in CATEGORIES
     )
     lat = result["latency_ms"]
@@ -254,7 +254,7 @@ def _split_row(result: dict[str, Any]) -> str:
 
 
 def render(results: Sequence[dict[str, Any]], tune: Sequence[str]) -> str:
-    head = " | ".join(f"{c} R@10 / R@30 / MRR" for c in CATEGORIES)
+    head = " | ".join(f"{c} R@5 / R@10 / R@30 / MRR" for c in CATEGORIES)
     lines = [
         f"| variant | R@5 | R@10 | R@30 | MRR@30 | {head} | search ms p50 / p95 | "
         "ingest entries/s | embedded texts / entry | database MB |",
