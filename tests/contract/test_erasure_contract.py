@@ -16,6 +16,7 @@ from powercontext.memory.errors import (
     IdempotencyConflictError,
     NotFoundError,
     RevisionConflictError,
+    StorageError,
 )
 from powercontext.memory.indexing.context import IndexTextConfig
 from powercontext.memory.models import (
@@ -193,3 +194,40 @@ async def test_a_keyed_forget_answers_a_retry_with_its_original_result(
     cleared = await memory.forget_scope(scope_wide)
     assert cleared.erased_versions == 1 and cleared.entry_ids == (second.entries[1].entry_id,)
     assert await memory.forget_scope(scope_wide) == cleared
+
+
+async def test_a_keyed_erasure_that_found_nothing_is_recorded_too(store: MemoryStore) -> None:
+    """Its retry must not erase what was written since (the SDK retries erasures)."""
+    memory = _memory(store)
+    await memory.remember(RememberMemoryRequest(text="gone soon"))
+    await memory.forget_scope(ForgetScopeRequest())
+    empty = ForgetScopeRequest(idempotency_key="noop-1")
+    nothing = await memory.forget_scope(empty)
+    assert nothing.erased_versions == 0
+    kept = await memory.remember(RememberMemoryRequest(text="written after"))
+    assert await memory.forget_scope(empty) == nothing  # answered, not run again
+    assert (await memory.get(kept.entries[0].citation)) is not None
+    with pytest.raises(IdempotencyConflictError):
+        await memory.remember(RememberMemoryRequest(text="x", idempotency_key="noop-1"))
+
+
+async def test_a_keyed_retry_after_a_failed_scrub_scrubs_again(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = _memory(store)
+    written = await memory.remember(RememberMemoryRequest(text=SECRET))
+    scrubs: list[str] = []
+    real_scrub = store.scrub
+
+    async def scrub_failing_once(scope_id: str) -> None:
+        scrubs.append(scope_id)
+        if len(scrubs) == 1:
+            raise StorageError("the disk hiccuped")
+        await real_scrub(scope_id)
+
+    monkeypatch.setattr(store, "scrub", scrub_failing_once)
+    request = ForgetMemoryRequest(entry_ids=(written.entries[0].entry_id,), idempotency_key="s-1")
+    with pytest.raises(StorageError):
+        await memory.forget(request)  # committed, then failed in the scrub
+    again = await memory.forget(request)
+    assert again.erased_versions == 1 and scrubs == [SCOPE, SCOPE]

@@ -30,7 +30,12 @@ from powercontext.memory.idempotency import check_body, claim_for
 from powercontext.memory.indexing.rebuild import rederive
 from powercontext.memory.indexing.threads import index_sequences, sequence_key
 from powercontext.memory.models import MemoryRef
-from powercontext.memory.ports import ErasureRequest, ErasureResult, IdempotentWrite
+from powercontext.memory.ports import (
+    NOTHING_ERASED,
+    ErasureRequest,
+    ErasureResult,
+    IdempotentWrite,
+)
 from powercontext.memory.tombstones import raise_if_entry_erased
 from powercontext.memory.values import IdempotencyKey, Reason
 
@@ -151,7 +156,14 @@ async def forget(
 async def _recorded_result(
     service: MemoryService, scope_id: str, recorded: IdempotentWrite
 ) -> MemoryForgetResult:
-    """The result an earlier erasure gave, read back from its `forget` changes (ids only)."""
+    """The result an earlier erasure gave, read back from its `forget` changes (ids only).
+
+    The scrub runs again: a first call can have failed in it after its erasure committed, and
+    its retry is what a client makes next."""
+    if recorded.keys == NOTHING_ERASED:
+        ref = MemoryRef(scope_id=scope_id, revision=recorded.revision)
+        return MemoryForgetResult(memory_ref=ref, entry_ids=(), erased_versions=0)
+    await service.store.scrub(scope_id)
     changes = await service.store.changes(scope_id, recorded.revision - 1, limit=1)
     forgotten = [c for c in changes if c.revision == recorded.revision and c.op == "forget"]
     return MemoryForgetResult(

@@ -95,6 +95,11 @@ class IdempotencyClaim:
     body_hash: str
 
 
+NOTHING_ERASED: tuple[int, ...] = (0,)
+"""The version keys an erasure that found nothing to erase records with its idempotency key, at
+the head it saw: no row has key 0, so a replay knows not to read that head's changes as its own."""
+
+
 @dataclass(frozen=True, slots=True)
 class IdempotentWrite:
     """What a committed idempotency key recorded: enough to answer a retry with the original

@@ -268,16 +268,26 @@ def erasure_records(
             changes,
         ),
     ]
-    if (claim := request.idempotency) is not None:
-        no_keys: Any = "[]" if dialect == "sqlite" else []  # JSON text / a bigint array
-        statements.append(
-            (
-                "INSERT INTO idempotency_keys (scope_id, idempotency_key, body_hash, revision, "
-                "version_keys) VALUES (?, ?, ?, ?, ?)",
-                [(scope_id, claim.key, claim.body_hash, revision, no_keys)],
-            )
-        )
-    return [(sql.replace("?", placeholder(dialect)), rows) for sql, rows in statements]
+    converted = [(sql.replace("?", placeholder(dialect)), rows) for sql, rows in statements]
+    return converted + erasure_key_record(request, revision, dialect)
+
+
+def erasure_key_record(
+    request: ErasureRequest, revision: int, dialect: Dialect, keys: Sequence[int] = ()
+) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    """The insert (if the request carries an idempotency key) that records an erasure's key
+    at `revision`: the revision it made, or with NOTHING_ERASED the head it found nothing at."""
+    claim = request.idempotency
+    if claim is None:
+        return []
+    # SQLite keeps the keys as JSON text, PostgreSQL as a bigint array.
+    encoded: Any = json.dumps(list(keys)) if dialect == "sqlite" else list(keys)
+    sql = (
+        "INSERT INTO idempotency_keys (scope_id, idempotency_key, body_hash, revision, "
+        "version_keys) VALUES (?, ?, ?, ?, ?)"
+    )
+    rows = [(request.scope_id, claim.key, claim.body_hash, revision, encoded)]
+    return [(sql.replace("?", placeholder(dialect)), rows)]
 
 
 def idempotency_query(scope_id: str, key: str, dialect: Dialect) -> tuple[str, tuple[str, str]]:

@@ -22,13 +22,20 @@ from collections.abc import Sequence
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 
-from powercontext.memory.ports import ErasureRequest, ErasureResult, Tombstone, TombstoneQuery
+from powercontext.memory.ports import (
+    NOTHING_ERASED,
+    ErasureRequest,
+    ErasureResult,
+    Tombstone,
+    TombstoneQuery,
+)
 from powercontext.storage.common import (
     ERASED_COLUMNS,
     ErasedRow,
     erased_active_counts,
     erased_version,
     erasure_head,
+    erasure_key_record,
     erasure_records,
     tombstone_from_row,
     tombstone_query,
@@ -65,6 +72,8 @@ async def erase(conn: AsyncConnection[TupleRow], request: ErasureRequest) -> Era
         active = int(row[1]) if row else 0
         doomed = await _doomed_rows(conn, scope_id, request.entry_ids)
         if not doomed:
+            for sql, rows in erasure_key_record(request, head, "postgres", NOTHING_ERASED):
+                await conn.cursor().executemany(sql, rows)
             return ErasureResult(revision=None, erased=())
         revision = head + 1
         counts = erased_active_counts(doomed, head)

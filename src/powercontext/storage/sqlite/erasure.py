@@ -24,7 +24,13 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
-from powercontext.memory.ports import ErasureRequest, ErasureResult, Tombstone, TombstoneQuery
+from powercontext.memory.ports import (
+    NOTHING_ERASED,
+    ErasureRequest,
+    ErasureResult,
+    Tombstone,
+    TombstoneQuery,
+)
 from powercontext.storage.common import (
     ERASED_COLUMNS,
     ErasedRow,
@@ -32,6 +38,7 @@ from powercontext.storage.common import (
     erased_active_counts,
     erased_version,
     erasure_head,
+    erasure_key_record,
     erasure_records,
     tombstone_from_row,
     tombstone_query,
@@ -66,6 +73,8 @@ def erase(conn: sqlite3.Connection, request: ErasureRequest, now: datetime) -> E
     scope_key = int(row[0])
     doomed = _doomed_rows(conn, scope_id, request.entry_ids)
     if not doomed:
+        for sql, rows in erasure_key_record(request, head, "sqlite", NOTHING_ERASED):
+            conn.executemany(sql, rows)
         return ErasureResult(revision=None, erased=())
     revision = head + 1
     created_at = now.isoformat()
