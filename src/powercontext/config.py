@@ -338,9 +338,10 @@ class HttpConfig(_Group):
     """Body limit of remember (one or a batch) and /mcp: parsing JSON holds the GIL and stalls
     every other request, so a larger batch goes to /v1/memory/remember/stream instead (the SDK
     sends it there), which parses a line at a time."""
-    max_remember_stream_bytes: int = Field(default=128 * 1024 * 1024, ge=64 * 1024)
+    max_remember_stream_bytes: int = Field(default=32 * 1024 * 1024, ge=64 * 1024)
     """Body limit of /v1/memory/remember/stream: the whole batch is held until its one commit,
-    so this bounds the memory one call can take (10,000 entries of 8 KiB fit)."""
+    parsed (several times its JSON bytes), so this bounds what one call can take; two such
+    calls run at once per process (server/state.py). 10,000 entries of 3 KiB fit."""
 
     @field_validator("api_keys")
     @classmethod

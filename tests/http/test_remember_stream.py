@@ -4,11 +4,14 @@ bounds (lines, entries, bytes) and its errors naming the line, on a real server.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from starlette.types import Message
 
 from powercontext.client import SyncPowerContextClient
 from powercontext.config import HttpConfig
@@ -130,3 +133,42 @@ def test_the_sdk_writes_ten_thousand_entries_in_one_revision(
         assert written.memory_ref.revision == 1 and len(written.entries) == 10_000
         assert memory.head() == written.memory_ref
         assert {c.revision for c in memory.changes(since_revision=0).changes} == {1}
+
+
+async def test_a_client_that_leaves_mid_body_writes_nothing_and_is_no_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(_settings(tmp_path / "gone.db", "none"))
+    chunks: list[Message] = [
+        {"type": "http.request", "body": b'{"text": "first"}\n{"te', "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return chunks.pop(0) if chunks else {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": ROUTE,
+        "raw_path": ROUTE.encode(),
+        "query_string": b"scope_id=left",
+        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/x-ndjson")],
+        "client": ("127.0.0.1", 5000),
+        "server": ("127.0.0.1", 8000),
+    }
+    async with app.router.lifespan_context(app):
+        with caplog.at_level(logging.INFO, logger="powercontext.http"):
+            await app(scope, receive, send)
+        runtime = app.state.powercontext.runtime
+        assert await runtime.memory.for_scope("left").head() is None
+    assert not [m for m in sent if m["type"] == "http.response.start"]  # no one to answer
+    assert "unhandled error" not in caplog.text
+    assert "client disconnected" in caplog.text

@@ -173,7 +173,10 @@ def _resolve_model(model: str | Model) -> Model:
         return infer_model(model)
     except (UserError, ValueError, ImportError) as exc:
         # UserError messages are pydantic-ai's own (unknown provider, missing API key): safe.
-        raise ConfigurationError(f"the generation model {model!r} cannot be used: {exc}") from exc
+        raise ConfigurationError(
+            f"the generation model {model!r} ({env_name('inference', 'generation_model')}, or "
+            f"the LoCoMo harness's --answer-model / --judge-model) cannot be used: {exc}"
+        ) from exc
 
 
 class PydanticAIListwiseReranker:

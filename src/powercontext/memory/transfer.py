@@ -51,8 +51,9 @@ if TYPE_CHECKING:
 
 FORMAT = "powercontext.memory.export"
 FORMAT_VERSION = 1
-MAX_LINE_BYTES = 64 * 1024
-"""The longest line an import reads: an entry at its text and metadata bounds fits easily."""
+MAX_LINE_BYTES = 256 * 1024
+"""The longest line an import (or a streamed batch) reads: an entry at its text and metadata
+bounds fits even when every character is written as a six-byte JSON escape."""
 MAX_ENTRY_ID_CHARS = 128
 IMPORT_BATCH_ENTRIES = 1000
 """Entries per import revision: bounds memory and embedding work per commit."""

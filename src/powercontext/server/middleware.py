@@ -15,6 +15,7 @@ import time
 import uuid
 from typing import Any
 
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from powercontext.server.errors import envelope
@@ -31,6 +32,8 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 UNMATCHED_ROUTE = "unmatched"
 # Every response: a browser must never sniff a JSON answer (or an error) into HTML or script.
 _NOSNIFF = (b"x-content-type-options", b"nosniff")
+CLIENT_CLOSED = 499
+"""The status logged and counted for a client that left mid-request (no answer is sent)."""
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -126,6 +129,13 @@ class RequestContextMiddleware:
                 send_with_id,
                 413,
                 envelope("payload_too_large", message + split, {"max_bytes": exc.limit.max_bytes}),
+            )
+        except ClientDisconnect:
+            # The client left mid-body: nothing was committed and no one reads an answer.
+            status = CLIENT_CLOSED
+            log.info(
+                "client disconnected before its request was read",
+                extra={"request_id": request_id},
             )
         except Exception:
             log.exception("unhandled error", extra={"request_id": request_id})

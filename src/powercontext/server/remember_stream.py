@@ -21,7 +21,12 @@ from powercontext.memory.transfer import split_lines
 from powercontext.memory.values import IdempotencyKey, ScopeId
 from powercontext.server import translate
 from powercontext.server.calls import Call
-from powercontext.server.schemas import RememberEntryModel, WriteResultModel, _Wire
+from powercontext.server.schemas import (
+    MAX_REVISION,
+    RememberEntryModel,
+    WriteResultModel,
+    _Wire,
+)
 from powercontext.server.transfer import query_of
 
 _ENTRY = TypeAdapter(RememberEntryModel)
@@ -34,6 +39,7 @@ class RememberStreamQuery(_Wire):
     expected_revision: int | None = Field(
         default=None,
         ge=0,
+        le=MAX_REVISION,
         description="Compare-and-swap for the whole batch: the head revision the write "
         "expects (0 for an empty scope); 409 revision_conflict when the head moved.",
     )
@@ -57,9 +63,18 @@ def _entry(line: str, number: int) -> RememberEntryModel:
 async def remember_stream(call: Call, request: Request) -> Response:
     query = query_of(RememberStreamQuery, request)
     memory = call.memory(query.scope_id)  # refuses a scope the key may not use, before reading
-    runtime = call.runtime.settings
-    max_entries = runtime.runtime.max_batch_entries
-    max_bytes = runtime.http.max_remember_stream_bytes
+    async with call.state.stream_writes:
+        written = await memory.remember_many(await _entries(request, query, call))
+    answer = translate.to_wire(WriteResultModel, written)
+    return Response(answer.model_dump_json(), media_type="application/json")
+
+
+async def _entries(
+    request: Request, query: RememberStreamQuery, call: Call
+) -> list[RememberMemoryRequest]:
+    settings = call.runtime.settings
+    max_entries = settings.runtime.max_batch_entries
+    max_bytes = settings.http.max_remember_stream_bytes
     requests: list[RememberMemoryRequest] = []
     read = 0
     number = 0
@@ -88,6 +103,4 @@ async def remember_stream(call: Call, request: Request) -> Response:
         )
     if not requests:
         raise MemoryValidationError("the body holds no entry: send one JSON object per line")
-    written = await memory.remember_many(requests)
-    answer = translate.to_wire(WriteResultModel, written)
-    return Response(answer.model_dump_json(), media_type="application/json")
+    return requests

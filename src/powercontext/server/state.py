@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 
 from starlette.requests import Request
 
@@ -20,6 +21,15 @@ class ServerState:
     metrics: ServerMetrics
     runtime: Runtime | None = None
     readiness: ReadinessProbe | None = None
+    stream_writes: asyncio.Semaphore = field(
+        default_factory=lambda: asyncio.Semaphore(STREAM_WRITES)
+    )
+    """Held by a /v1/memory/remember/stream call from before its body is read to its commit."""
+
+
+STREAM_WRITES = 2
+"""Streamed batch writes one process holds at once: each keeps its whole batch in memory
+(parsed entries take several times their JSON bytes), so a third waits, unread."""
 
 
 def state_of(request: Request) -> ServerState:

@@ -57,7 +57,7 @@ class ImportQuery(_Wire):
 
 class ExportHeaderModel(_Wire):
     """Line 1 of an export (JSON lines): the entry lines follow, in write order. An import
-    reads the body as it arrives, each line at most 64 KiB (413 beyond); the body as a whole
+    reads the body as it arrives, each line at most 256 KiB (413 beyond); the body as a whole
     has no size limit."""
 
     format: str = Field(description=f"Always {FORMAT!r}.")
