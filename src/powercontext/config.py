@@ -387,21 +387,25 @@ class ServerSettings(BaseSettings):
 def _undecodable(exc: SettingsError) -> str:
     """Name the JSON-valued variables that hold no JSON: pydantic-settings names only the
     section ("runtime"), and its traceback reached the user."""
+    json_valued = [
+        env_name(section, name)
+        for section, field in ServerSettings.model_fields.items()
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+        for name, sub in field.annotation.model_fields.items()
+        if get_origin(sub.annotation) is dict
+    ]
     wrong = []
-    for section, field in ServerSettings.model_fields.items():
-        model = field.annotation
-        if not (isinstance(model, type) and issubclass(model, BaseModel)):
-            continue
-        for name, sub in model.model_fields.items():
-            value = os.environ.get(env_name(section, name))
-            if value is None or get_origin(sub.annotation) is not dict:
-                continue
-            try:
-                json.loads(value)
-            except ValueError:
-                wrong.append(env_name(section, name))
-    named = ", ".join(wrong) if wrong else str(exc)
-    return f"invalid configuration: {named}: not valid JSON (write a JSON object)"
+    for name in json_valued:
+        try:
+            json.loads(os.environ.get(name, "{}"))
+        except ValueError:
+            wrong.append(name)
+    if not wrong:  # the value came from .env (or a lower-case name): say what to look for
+        return (
+            f"invalid configuration: {exc}; the JSON-valued settings are "
+            f"{', '.join(json_valued)}: check their values (in .env too) are JSON objects"
+        )
+    return f"invalid configuration: {', '.join(wrong)}: not valid JSON (write a JSON object)"
 
 
 def describe_validation_error(exc: ValidationError) -> str:

@@ -167,6 +167,17 @@ def test_a_json_setting_that_is_not_json_names_its_variable(
         ServerSettings()
 
 
+def test_a_json_setting_in_dotenv_that_is_not_json_is_named_too(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    name = "POWERCONTEXT_SERVER_RUNTIME_MEMORY_RERANK_CANDIDATE_LIMITS_BY_CLASS"
+    (tmp_path / ".env").write_text(f"{name}=notjson\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ConfigurationError, match=f"settings are {name}: check"):
+        ServerSettings()
+
+
 def test_candidate_limit_out_of_range_fails_at_startup(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("POWERCONTEXT_SERVER_RUNTIME_MEMORY_RERANK_CANDIDATE_LIMIT", "101")
     with pytest.raises(ConfigurationError, match="MEMORY_RERANK_CANDIDATE_LIMIT"):
