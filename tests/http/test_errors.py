@@ -11,6 +11,7 @@ import pytest
 
 from tests.http.conftest import BATCH_LIMIT, BODY_LIMIT, Served
 from tests.http.live import SECRET
+from tests.http.test_mcp import _error_text, mcp_client
 
 
 def _error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
@@ -277,3 +278,17 @@ def test_storage_unavailable_then_recovers(bare_server: Served, fresh_scope: str
             ]
         ]
     assert texts == ["after recovery"]
+
+
+async def test_a_rerank_that_fails_an_mcp_search_is_counted_too(
+    open_server: Served, fresh_scope: str
+) -> None:
+    metric = 'powercontext_memory_rerank_failures_total{code="inference_timeout"}'
+    with open_server.client() as client:
+        client.post("/v1/memory/remember", json={"scope_id": fresh_scope, "text": "a fact"})
+        before = _metric(client.get("/metrics").text, metric)
+    async with mcp_client(open_server) as mcp:
+        arguments = {"scope_id": fresh_scope, "query": "fact raise-timeout"}
+        assert _error_text(await mcp.call_tool("search", arguments)).startswith("inference_timeout")
+    with open_server.client() as client:
+        assert _metric(client.get("/metrics").text, metric) == before + 1

@@ -94,19 +94,13 @@ def _request_id(request: Request) -> str | None:
     return value if isinstance(value, str) else None
 
 
-_RERANK_FAILURES = frozenset(
-    {"inference_timeout", "inference_unavailable", "inference_invalid_output"}
-)
-"""The codes only a search's rerank stage raises (a query embedding that fails is a 422)."""
-
-
 async def _domain_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, PowerContextError)
     status, code, message, details = describe(exc)
     # The app's state is read by name: server.state imports this module (through auth).
     state = getattr(request.app.state, "powercontext", None)
-    if code in _RERANK_FAILURES and state is not None:
-        state.metrics.observe_rerank_failure(code)
+    if state is not None:
+        state.metrics.observe_failure(code)
     if status >= 500:
         # A storage message names the SQLite condition and helps the operator; an inference
         # message may quote the provider's answer (and so memory text), so only its type.

@@ -169,6 +169,7 @@ class McpTools:
         except ValidationError as exc:
             return _validation_error(exc)
         except PowerContextError as exc:
+            self._state.metrics.observe_failure(str(getattr(exc, "code", "")))
             return tool_error_of(exc, tool.name)
         except Exception:
             log.exception("mcp tool %s raised an unexpected error", tool.name)

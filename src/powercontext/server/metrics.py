@@ -17,6 +17,12 @@ _RERANK_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 _Labelled = TypeVar("_Labelled", bound=MetricWrapperBase)
 
 
+RERANK_FAILURES = frozenset(
+    {"inference_timeout", "inference_unavailable", "inference_invalid_output"}
+)
+"""The codes only a search's rerank stage raises (a query embedding that fails is a 422)."""
+
+
 class ServerMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
@@ -96,8 +102,10 @@ class ServerMetrics:
             if observation.used_fallback:
                 self.fallbacks.inc()
 
-    def observe_rerank_failure(self, code: str) -> None:
-        self._child(self.rerank_failures, code).inc()
+    def observe_failure(self, code: str) -> None:
+        """A call (HTTP or MCP) that failed with `code`; counted when its rerank failed it."""
+        if code in RERANK_FAILURES:
+            self._child(self.rerank_failures, code).inc()
 
     def observe_rerank_status(self, status: RerankStatus) -> None:
         self._child(self.rerank_status, status).inc()
