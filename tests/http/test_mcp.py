@@ -276,6 +276,10 @@ async def test_tool_errors_name_the_code_without_echoing_input(
         assert text.startswith("revision_conflict:")
         assert '"actual_revision": 1' in text
 
+        for page in ({"limit": True}, {"offset": "7"}, {"revision": True}):
+            refused = await client.call_tool("export_page", {"scope_id": fresh_scope, **page})
+            assert _error_text(refused).startswith("validation_error:"), page
+
 
 async def test_missing_or_unknown_key_is_refused_over_http(auth_server: Served) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}

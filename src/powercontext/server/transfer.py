@@ -26,12 +26,12 @@ from powercontext.memory.transfer import (
 )
 from powercontext.memory.values import ScopeId
 from powercontext.server.calls import Call
-from powercontext.server.schemas import MemoryRefModel, _Wire
+from powercontext.server.schemas import AsOfRevision, JsonInt, MemoryRefModel, _int_field, _Wire
 
 NDJSON = "application/x-ndjson"
 ExportRevision = Annotated[int | None, Field(ge=1)]
-"""The revision to export (null: the head). Lax, unlike the strict `AsOfRevision` of the JSON
-requests: the export query carries it as text, and the MCP page request reads it alike."""
+"""The revision to export (null: the head). Lax, unlike the `AsOfRevision` of the JSON
+requests: the export query carries it as text."""
 
 
 class ExportQuery(_Wire):
@@ -114,15 +114,15 @@ class ExportPageRequest(_Wire):
     JSON message and cannot stream."""
 
     scope_id: ScopeId = Field(description="The scope to export.")
-    revision: ExportRevision = Field(
+    revision: AsOfRevision = Field(
         default=None,
         description="The revision to export (default the head). Pass the first page's "
         "`header.revision` when reading the next pages, so every page reads one revision.",
     )
-    offset: int = Field(
-        default=0, ge=0, description="Entry lines to skip: the previous page's `next_offset`."
+    offset: JsonInt = _int_field(
+        0, ge=0, description="Entry lines to skip: the previous page's `next_offset`."
     )
-    limit: int = Field(default=200, ge=1, le=1000, description="Entries on this page.")
+    limit: JsonInt = _int_field(200, ge=1, le=1000, description="Entries on this page.")
 
 
 class ExportPageResponse(_Wire):
