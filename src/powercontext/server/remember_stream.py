@@ -22,6 +22,8 @@ from powercontext.memory.values import IdempotencyKey, ScopeId
 from powercontext.server import translate
 from powercontext.server.calls import Call
 from powercontext.server.schemas import (
+    _EXPECTED,
+    _IDEMPOTENCY,
     MAX_REVISION,
     RememberEntryModel,
     WriteResultModel,
@@ -36,18 +38,9 @@ class RememberStreamQuery(_Wire):
     """The query of POST /v1/memory/remember/stream; the body holds the entries."""
 
     scope_id: ScopeId = Field(description="The scope to write to.")
-    expected_revision: int | None = Field(
-        default=None,
-        ge=0,
-        le=MAX_REVISION,
-        description="Compare-and-swap for the whole batch: the head revision the write "
-        "expects (0 for an empty scope); 409 revision_conflict when the head moved.",
-    )
-    idempotency_key: IdempotencyKey | None = Field(
-        default=None,
-        description="Makes a retry safe: the same key with the same entries answers the "
-        "original result without writing again (409 idempotency_conflict with other entries).",
-    )
+    # Lax integers: a query string carries them as text. For the whole batch, as in JSON.
+    expected_revision: int | None = Field(None, ge=0, le=MAX_REVISION, description=_EXPECTED)
+    idempotency_key: IdempotencyKey | None = Field(None, description=_IDEMPOTENCY)
 
 
 def _entry(line: str, number: int) -> RememberEntryModel:
