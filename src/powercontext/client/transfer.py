@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from powercontext.client.errors import ApiError, connection_failed, error_from_response
-from powercontext.client.transport import scaled_timeout
+from powercontext.client.transport import NDJSON, scaled_timeout
 from powercontext.memory.transfer import (
     IMPORT_BATCH_ENTRIES,
     ImportProgress,
@@ -23,7 +23,6 @@ from powercontext.memory.transfer import (
     OnExisting,
 )
 
-NDJSON = "application/x-ndjson"
 EXPORT_PATH = "/v1/memory/export"
 IMPORT_PATH = "/v1/memory/import"
 

@@ -11,6 +11,8 @@ RUNTIME_MAX_BATCH_ENTRIES (413 beyond any of them).
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 from pydantic import Field, TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
@@ -69,16 +71,9 @@ async def _entries(
     max_entries = settings.runtime.max_batch_entries
     max_bytes = settings.http.max_remember_stream_bytes
     requests: list[RememberMemoryRequest] = []
-    read = 0
     number = 0
-    async for line in split_lines(request.stream()):
+    async for line in split_lines(_bounded(request.stream(), max_bytes)):
         number += 1
-        read += len(line.encode("utf-8")) + 1
-        if read > max_bytes:
-            raise PayloadTooLargeError(
-                f"the body exceeds {max_bytes} bytes "
-                "(POWERCONTEXT_SERVER_HTTP_MAX_REMEMBER_STREAM_BYTES)"
-            )
         if not line.strip():
             continue
         if len(requests) == max_entries:
@@ -97,3 +92,16 @@ async def _entries(
     if not requests:
         raise MemoryValidationError("the body holds no entry: send one JSON object per line")
     return requests
+
+
+async def _bounded(chunks: AsyncIterator[bytes], max_bytes: int) -> AsyncIterator[bytes]:
+    """The body's chunks, refused (413) once they pass `max_bytes` in all."""
+    read = 0
+    async for chunk in chunks:
+        read += len(chunk)
+        if read > max_bytes:
+            raise PayloadTooLargeError(
+                f"the body exceeds {max_bytes} bytes "
+                "(POWERCONTEXT_SERVER_HTTP_MAX_REMEMBER_STREAM_BYTES)"
+            )
+        yield chunk

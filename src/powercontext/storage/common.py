@@ -19,6 +19,7 @@ from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import (
     ErasedVersion,
     ErasureRequest,
+    IdempotencyClaim,
     IdempotentWrite,
     NewVersion,
     PlannedChange,
@@ -277,17 +278,25 @@ def erasure_key_record(
 ) -> list[tuple[str, list[tuple[Any, ...]]]]:
     """The insert (if the request carries an idempotency key) that records an erasure's key
     at `revision`: the revision it made, or with NOTHING_ERASED the head it found nothing at."""
-    claim = request.idempotency
-    if claim is None:
+    if request.idempotency is None:
         return []
+    sql, params = idempotency_record(request.scope_id, request.idempotency, revision, keys, dialect)
+    return [(sql, [params])]
+
+
+def idempotency_record(
+    scope_id: str, claim: IdempotencyClaim, revision: int, keys: Sequence[int], dialect: Dialect
+) -> tuple[str, tuple[Any, ...]]:
+    """The insert that records a write's idempotency key with the revision it made and the
+    keys of the versions it wrote (a commit's, or an erasure's), in `dialect`."""
     # SQLite keeps the keys as JSON text, PostgreSQL as a bigint array.
     encoded: Any = json.dumps(list(keys)) if dialect == "sqlite" else list(keys)
+    mark = placeholder(dialect)
     sql = (
         "INSERT INTO idempotency_keys (scope_id, idempotency_key, body_hash, revision, "
-        "version_keys) VALUES (?, ?, ?, ?, ?)"
+        f"version_keys) VALUES ({mark}, {mark}, {mark}, {mark}, {mark})"
     )
-    rows = [(request.scope_id, claim.key, claim.body_hash, revision, encoded)]
-    return [(sql.replace("?", placeholder(dialect)), rows)]
+    return sql, (scope_id, claim.key, claim.body_hash, revision, encoded)
 
 
 def idempotency_query(scope_id: str, key: str, dialect: Dialect) -> tuple[str, tuple[str, str]]:

@@ -20,7 +20,7 @@ from psycopg.rows import TupleRow
 
 from powercontext.memory.errors import MemoryValidationError, NotFoundError
 from powercontext.memory.ports import CommitResult, IdempotencyClaim, NewVersion, PlannedChange
-from powercontext.storage.common import conflict, version_fields
+from powercontext.storage.common import conflict, idempotency_record, version_fields
 from powercontext.storage.postgres.fulltext import Peak, indexed_text
 
 _VERSION_COLUMNS = (
@@ -351,8 +351,6 @@ async def commit(
         await _update_statistics(conn, scope_id, statistics, active_count)
         if idempotency is not None:
             await conn.execute(
-                "INSERT INTO idempotency_keys (scope_id, idempotency_key, body_hash, revision, "
-                "version_keys) VALUES (%s, %s, %s, %s, %s)",
-                (scope_id, idempotency.key, idempotency.body_hash, revision, list(keys)),
+                *idempotency_record(scope_id, idempotency, revision, keys, "postgres")
             )
     return CommitResult(revision=revision, created_at=created_at, keys=keys)

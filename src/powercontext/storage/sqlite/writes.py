@@ -7,7 +7,6 @@ COMMIT; the head UPDATE also names the head it read, so the swap is stated in SQ
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -20,7 +19,12 @@ from powercontext.memory.ports import (
     PlannedChange,
     Vector,
 )
-from powercontext.storage.common import conflict, unit_vectors, version_fields
+from powercontext.storage.common import (
+    conflict,
+    idempotency_record,
+    unit_vectors,
+    version_fields,
+)
 
 CHUNK = 500
 """Bound parameters per IN (...) list; below every SQLite build's variable limit."""
@@ -160,11 +164,7 @@ def commit(
         ],
     )
     if idempotency is not None:
-        conn.execute(
-            "INSERT INTO idempotency_keys (scope_id, idempotency_key, body_hash, revision, "
-            "version_keys) VALUES (?, ?, ?, ?, ?)",
-            (scope_id, idempotency.key, idempotency.body_hash, revision, json.dumps(keys)),
-        )
+        conn.execute(*idempotency_record(scope_id, idempotency, revision, keys, "sqlite"))
     return CommitResult(revision=revision, created_at=now, keys=keys)
 
 
