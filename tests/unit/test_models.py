@@ -37,3 +37,19 @@ def test_text_and_metadata_bounds() -> None:
 
 def test_emoji_and_cjk_are_fine() -> None:
     assert RememberMemoryRequest(text="🎉 中文").text == "🎉 中文"
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [{"k": "a\x00b"}, {"a\x00b": 1}, {"k": [{"deep": "\x00"}]}, {"k": "\ud800"}, {"\udfff": 1}],
+)
+def test_metadata_strings_are_checked_one_by_one(metadata: dict[str, object]) -> None:
+    # JSON text escapes NUL as \u0000, so a check of the encoded whole never saw one.
+    with pytest.raises(ValidationError, match=r"metadata.*(NUL|surrogates)"):
+        RememberMemoryRequest(text="x", metadata=metadata)
+
+
+def test_a_reason_holding_nul_is_refused() -> None:
+    with pytest.raises(ValidationError, match="reason must not contain NUL"):
+        RememberMemoryRequest(text="x", reason="a\x00b")
+    assert RememberMemoryRequest(text="x", reason="why: \\u0000 typed").reason is not None

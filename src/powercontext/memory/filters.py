@@ -12,13 +12,31 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from powercontext.memory.values import Kind, Thread
+from powercontext.memory.values import Kind, Thread, check_unicode
 
 MAX_FILTER_VALUES = 100
 MAX_METADATA_CONDITIONS = 16
+INT64 = (-(2**63), 2**63 - 1)
+"""The integers a filter compares with: SQLite's (and so both stores') integer range."""
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
-Scalar = str | bool | int | Finite
+
+
+def _storable(value: object) -> object:
+    # Both stores compare these as they are; a NUL, a lone surrogate or an integer beyond 64
+    # bits would fail in one store's driver and not the other's, so both refuse them here.
+    if isinstance(value, str):
+        check_unicode(value, "a filter value")
+    elif (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and not (INT64[0] <= value <= INT64[1])
+    ):
+        raise ValueError("a filter integer is within -2**63 .. 2**63-1 (64 bits)")
+    return value
+
+
+Scalar = Annotated[str | bool | int | Finite, AfterValidator(_storable)]
 
 
 def _not_boolean(value: object) -> object:
@@ -27,7 +45,7 @@ def _not_boolean(value: object) -> object:
     return value
 
 
-Bound = Annotated[str | int | Finite, BeforeValidator(_not_boolean)]
+Bound = Annotated[str | int | Finite, BeforeValidator(_not_boolean), AfterValidator(_storable)]
 """A range bound: a string or a number, never a boolean (`gt: true` is not `gt: 1`)."""
 
 

@@ -46,7 +46,8 @@ def normalize_text(value: str) -> str:
     return unicodedata.normalize("NFC", value).strip()
 
 
-def _check_unicode(value: str, what: str) -> str:
+def check_unicode(value: str, what: str) -> str:
+    """`value` itself, when it is valid Unicode without NUL (what both stores can hold)."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -58,7 +59,7 @@ def _check_unicode(value: str, what: str) -> str:
 
 def _bounded_text(what: str, max_bytes: int) -> Any:
     def check(value: str) -> str:
-        value = normalize_text(_check_unicode(value, what))
+        value = normalize_text(check_unicode(value, what))
         if not value:
             raise ValueError(f"{what} must not be blank")
         size = len(value.encode("utf-8"))
@@ -70,10 +71,25 @@ def _bounded_text(what: str, max_bytes: int) -> Any:
 
 
 def _check_scope(value: str) -> str:
-    _check_unicode(value, "scope_id")
+    check_unicode(value, "scope_id")
     if not value.strip():
         raise ValueError("scope_id must not be blank")
     return value
+
+
+def _check_json_strings(value: object, what: str) -> None:
+    """Every key and string of a JSON value, checked one by one: JSON text escapes NUL as
+    `\\u0000`, so the encoded whole would never show one."""
+    if isinstance(value, str):
+        check_unicode(value, what)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str):
+                check_unicode(key, f"{what} keys")
+            _check_json_strings(item, what)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_json_strings(item, what)
 
 
 def _check_metadata(value: dict[str, Any]) -> dict[str, Any]:
@@ -81,7 +97,7 @@ def _check_metadata(value: dict[str, Any]) -> dict[str, Any]:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False, sort_keys=True)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"metadata must be a JSON object: {exc}") from exc
-    _check_unicode(encoded, "metadata")
+    _check_json_strings(value, "metadata")
     size = len(encoded.encode("utf-8"))
     if size > MAX_METADATA_BYTES:
         raise ValueError(
@@ -91,7 +107,7 @@ def _check_metadata(value: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_kind(value: str) -> str:
-    value = normalize_text(_check_unicode(value, "kind"))
+    value = normalize_text(check_unicode(value, "kind"))
     if not value:
         raise ValueError("kind must not be blank")
     return value
@@ -106,7 +122,7 @@ Kind = Annotated[str, Field(max_length=MAX_KIND_CHARS), AfterValidator(_check_ki
 
 
 def _check_thread(value: str) -> str:
-    value = normalize_text(_check_unicode(value, "thread"))
+    value = normalize_text(check_unicode(value, "thread"))
     if not value:
         raise ValueError("thread must not be blank")
     return value
@@ -122,12 +138,16 @@ Thread = Annotated[str, Field(max_length=MAX_THREAD_CHARS), AfterValidator(_chec
 """The conversation, session or document an entry belongs to; neighbours are found by it."""
 OccurredAt = Annotated[datetime, AfterValidator(_check_occurred_at)]
 """When the remembered event happened (UTC); defaults to the write time."""
-Reason = Annotated[str, Field(max_length=MAX_REASON_CHARS)]
+Reason = Annotated[
+    str,
+    Field(max_length=MAX_REASON_CHARS),
+    AfterValidator(lambda value: check_unicode(value, "reason")),
+]
 MAX_IDEMPOTENCY_KEY_CHARS = 256
 
 
 def _check_idempotency_key(value: str) -> str:
-    _check_unicode(value, "idempotency_key")
+    check_unicode(value, "idempotency_key")
     if not value.strip():
         raise ValueError("idempotency_key must not be blank")
     return value

@@ -78,6 +78,38 @@ def validate_plan(changes: Sequence[PlannedChange]) -> None:
             )
         if change.new is not None and change.new.version < 1:
             raise MemoryValidationError(f"change {index}: version must be >= 1")
+        refuse_nul(f"change {index}: reason", change.reason)
+        if change.new is not None:
+            new = change.new
+            for what, value in (
+                ("entry_id", new.entry_id),
+                ("entry_version_id", new.entry_version_id),
+                ("kind", new.kind),
+                ("text", new.text),
+                ("thread", new.thread),
+                ("metadata", new.metadata),
+            ):
+                refuse_nul(f"change {index}: {what}", value)
+
+
+def refuse_nul(what: str, value: object) -> None:
+    """Refuse NUL (U+0000) in a string, or in a JSON value's keys and strings.
+
+    PostgreSQL's text cannot hold it (and its jsonb, which metadata filters cast to, rejects
+    the `\\u0000` escape), and the API refuses it in every string (docs/http.md). Refusing it
+    here makes both stores answer alike, a validation error, where SQLite used to keep what
+    PostgreSQL failed on (or kept metadata its filters then failed on, for the whole scope).
+    """
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise MemoryValidationError(f"{what} must not contain NUL characters")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            refuse_nul(f"{what} key", key)
+            refuse_nul(what, item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            refuse_nul(what, item)
 
 
 def query_array(query: Vector) -> npt.NDArray[np.float32]:
@@ -136,7 +168,10 @@ def conflict(message: str, expected: int | None, actual: int | None) -> Revision
 
 def erasure_head(request: ErasureRequest, head: int | None) -> int:
     """The head an erasure builds on, read under the scope's write lock: refused when the scope
-    has no revision or is not at the revision the request expects."""
+    has no revision or is not at the revision the request expects, or when what its forget
+    records would say holds NUL (see `refuse_nul`)."""
+    refuse_nul("actor", request.actor)
+    refuse_nul("reason", request.reason)
     if head is None:
         raise NotFoundError(f"scope {request.scope_id!r} has no revision yet")
     if request.expected_head != head:

@@ -135,11 +135,12 @@ def _postgres_condition(column: str, key: str, c: MetadataCondition) -> tuple[st
             )
             params.extend((key, key, bound))
         else:
+            # numeric, not float8: a JSON integer beyond 2**53 compares exactly, as on SQLite.
             parts.append(
                 f"(jsonb_typeof({value}) = 'number' AND "
-                f"({column}::jsonb ->> %s)::float8 {op} %s::float8)"
+                f"({column}::jsonb ->> %s)::numeric {op} %s::numeric)"
             )
-            params.extend((key, key, float(bound)))
+            params.extend((key, key, str(bound) if isinstance(bound, int) else repr(bound)))
     if c.exists is not None:
         parts.append(f"{value} IS {'NOT ' if c.exists else ''}NULL")
         params.append(key)

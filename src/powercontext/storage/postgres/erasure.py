@@ -40,6 +40,7 @@ from powercontext.storage.common import (
     tombstone_from_row,
     tombstone_query,
 )
+from powercontext.storage.postgres import reads
 from powercontext.storage.postgres.writes import Lengths, _update_statistics
 
 
@@ -126,5 +127,8 @@ async def erase(conn: AsyncConnection[TupleRow], request: ErasureRequest) -> Era
 
 
 async def tombstones(conn: AsyncConnection[TupleRow], query: TombstoneQuery) -> list[Tombstone]:
-    cur = await conn.execute(*tombstone_query(query, "postgres"))
+    sql, params = tombstone_query(query, "postgres")
+    if not reads.findable(params):
+        return []
+    cur = await conn.execute(sql, params)
     return [tombstone_from_row(row, row[4]) for row in await cur.fetchall()]

@@ -41,9 +41,18 @@ async def active_count(conn: AsyncConnection[TupleRow], scope_id: str, revision:
     return int(row[0]) if row else 0
 
 
+def findable(params: Sequence[object]) -> bool:
+    """Whether a lookup by these values can find a row. PostgreSQL text cannot hold NUL, so no
+    stored id has one and the driver refuses to send one: such a lookup finds nothing, as it
+    does on SQLite, rather than failing as a storage error."""
+    return not any(isinstance(value, str) and "\x00" in value for value in params)
+
+
 async def one_version(
     conn: AsyncConnection[TupleRow], where: str, params: Sequence[object]
 ) -> StoredVersion | None:
+    if not findable(params):
+        return None
     row = await one_row(conn, f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE {where}", params)
     return version_from_row(row) if row else None
 
@@ -51,6 +60,8 @@ async def one_version(
 async def versions_where(
     conn: AsyncConnection[TupleRow], where: str, params: Sequence[object]
 ) -> list[StoredVersion]:
+    if not findable(params):
+        return []
     cur = await conn.execute(f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE {where}", params)
     return [version_from_row(row) for row in await cur.fetchall()]
 
@@ -58,6 +69,8 @@ async def versions_where(
 async def idempotent_write(
     conn: AsyncConnection[TupleRow], scope_id: str, key: str
 ) -> IdempotentWrite | None:
+    if not findable((key,)):
+        return None
     return idempotent_write_from_row(
         await one_row(conn, *idempotency_query(scope_id, key, "postgres"))
     )
@@ -92,7 +105,7 @@ async def entry_heads(
         "SELECT DISTINCT ON (entry_id)",
         "entry_id = ANY(%s::text[]) ORDER BY entry_id, version DESC",
         scope_id,
-        sorted(set(entry_ids)),
+        sorted({entry_id for entry_id in entry_ids if findable((entry_id,))}),
     )
     return {version.entry_id: version for version in found}
 
