@@ -78,7 +78,27 @@ def test_a_foreign_stale_or_tampered_cursor_is_invalid_cursor(client: httpx.Clie
         "not base64": ("tenant-c", "c1.!!!"),
         "truncated": ("tenant-c", cursor[:-6]),
     }
+    said = {
+        "another scope": "names no entry version of scope 'tenant-d'",
+        "another revision": "at revision 9, not 1: pass revision 9",
+        "truncated": "names no entry version of scope 'tenant-c'",
+    }
     for case, (scope, sent) in bad.items():
         response = _list(client, scope, limit=1, cursor=sent)
         assert response.status_code == 422, case
         assert response.json()["error"]["code"] == "invalid_cursor", case
+        assert said.get(case, "") in response.json()["error"]["message"], case
+
+
+def test_a_scope_never_written_has_no_revision_or_cursor(client: httpx.Client) -> None:
+    # Like search and the entry routes: a revision the scope never reached is not found.
+    assert _list(client, "tenant-never").json()["memory_ref"] is None
+    response = client.post(
+        "/v1/memory/entries/list", json={"scope_id": "tenant-never", "revision": 1}
+    )
+    assert response.status_code == 404
+    _remember(client, "tenant-e", ["e one", "e two"])
+    cursor = _list(client, "tenant-e", limit=1).json()["next_cursor"]
+    response = _list(client, "tenant-never", limit=1, cursor=cursor)
+    assert response.status_code == 422
+    assert response.json()["error"]["code"] == "invalid_cursor"

@@ -2,6 +2,9 @@ import pytest
 from pydantic import ValidationError
 
 from powercontext.memory import RememberMemoryRequest, SearchMemoryRequest
+from powercontext.memory.filters import MemoryFilter
+from powercontext.memory.transfer import NewEntry
+from powercontext.memory.values import MAX_METADATA_DEPTH
 
 
 def test_query_is_nfc_and_stripped() -> None:
@@ -53,3 +56,25 @@ def test_a_reason_holding_nul_is_refused() -> None:
     with pytest.raises(ValidationError, match="reason must not contain NUL"):
         RememberMemoryRequest(text="x", reason="a\x00b")
     assert RememberMemoryRequest(text="x", reason="why: \\u0000 typed").reason is not None
+
+
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"])
+def test_an_event_time_outside_the_calendar_in_utc_is_a_validation_error(when: str) -> None:
+    # astimezone raises OverflowError there, which pydantic would not turn into a 422.
+    with pytest.raises(ValidationError, match="occurred_at is outside the years 1-9999"):
+        RememberMemoryRequest(text="x", occurred_at=when)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="a filter time is outside"):
+        MemoryFilter.model_validate({"occurred_before": when})
+
+
+def test_metadata_nesting_is_bounded_everywhere_it_is_taken() -> None:
+    deep: object = "leaf"
+    for _ in range(MAX_METADATA_DEPTH - 1):  # the metadata object is the first level
+        deep = [deep]
+    assert RememberMemoryRequest(text="x", metadata={"k": deep}).metadata["k"] == deep
+    for made in (
+        lambda: RememberMemoryRequest(text="x", metadata={"k": [deep]}),
+        lambda: NewEntry(entry_id="e1", text="x", metadata={"k": [deep]}),
+    ):
+        with pytest.raises(ValidationError, match="more than 100 levels deep"):
+            made()

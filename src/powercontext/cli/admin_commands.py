@@ -133,8 +133,10 @@ def _display(value: Any) -> str:
 
 @config_app.command("show")
 def show(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-    """Print every setting's effective value (environment, `.env` and defaults), grouped by
-    variable prefix; secrets masked. --json prints the full variable names."""
+    """Print every setting's effective value, grouped by variable prefix; secrets masked.
+
+    Values come from the environment, `.env` and the defaults. --json prints
+    the full variable names."""
     from rich.table import Table
     from rich.text import Text
 

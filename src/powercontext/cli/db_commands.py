@@ -6,6 +6,8 @@ import asyncio
 
 import typer
 
+from powercontext.cli.errors import fail_on_errors
+
 app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 
 
@@ -27,8 +29,9 @@ def upgrade_command() -> None:
     """Apply every pending migration to POWERCONTEXT_SERVER_DATABASE_URL."""
     from powercontext import ServerSettings
 
-    url = ServerSettings().database.resolved_url()
-    applied = asyncio.run(_upgrade(url))
+    with fail_on_errors():
+        url = ServerSettings().database.resolved_url()
+        applied = asyncio.run(_upgrade(url))
     if applied is None:
         typer.echo("schema is current")
     elif applied:

@@ -8,11 +8,13 @@ from contextlib import contextmanager
 import typer
 from pydantic import ValidationError
 
-from powercontext.cli.output import print_error
+from powercontext.cli.output import print_error, stdout_closed
 from powercontext.memory.errors import ConfigurationError, PowerContextError
 
 EXIT_FAILURE = 1
 EXIT_CONFIGURATION = 2
+
+_KEY_HINT = "pass --api-key or set POWERCONTEXT_CLIENT_API_KEY"
 
 
 @contextmanager
@@ -23,12 +25,23 @@ def fail_on_errors() -> Iterator[None]:
         print_error("configuration_error", str(exc))
         raise typer.Exit(EXIT_CONFIGURATION) from exc
     except PowerContextError as exc:
-        code = getattr(exc, "code", "error")
-        message = getattr(exc, "message", None) or str(exc)
-        print_error(str(code), str(message))
+        code = str(getattr(exc, "code", "error"))
+        message = str(getattr(exc, "message", None) or str(exc))
+        if code == "unauthorized":
+            # The server's message names the HTTP header, which a CLI user does not write.
+            message = f"{message}; {_KEY_HINT}"
+        print_error(code, message)
         raise typer.Exit(EXIT_FAILURE) from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "input"
         print_error("validation_error", f"{where}: {first['msg']}")
         raise typer.Exit(EXIT_FAILURE) from exc
+    except UnicodeDecodeError as exc:
+        # A file or stdin that is not UTF-8 (queries, an import, text from stdin).
+        print_error(
+            "validation_error", f"the input is not UTF-8 text (byte {exc.start}: {exc.reason})"
+        )
+        raise typer.Exit(EXIT_FAILURE) from exc
+    except BrokenPipeError:
+        stdout_closed()

@@ -32,6 +32,7 @@ from powercontext.cli.memory_options import (
     memory_command,
     metadata_object,
     search_options,
+    text_argument,
 )
 from powercontext.memory.errors import MemoryValidationError, citation_not_found
 from powercontext.memory.models import (
@@ -41,11 +42,24 @@ from powercontext.memory.models import (
 
 app = typer.Typer(help="Remember, search and manage the Memory of a scope.", no_args_is_help=True)
 
+# Shown under each command's options: a new user's first question is how a call looks.
+_REMEMBER_EXAMPLES = """Examples:
+  powercontext memory remember "We deploy on Fridays." -s project
+  cat notes.md | powercontext memory remember - -s project --kind note
+  powercontext memory remember "Notes." -s project --local   # no server"""
+_SEARCH_EXAMPLES = """Examples:
+  powercontext memory search "when do we deploy?" -s project
+  powercontext memory search deploy -s project --mode fts --limit 3
+  powercontext memory search deploy -s project --json | jq -r '.hits[0].text'"""
+_GET_EXAMPLES = """Examples:
+  powercontext memory get 1:6f1c...:a93e... -s project     # a citation token
+  powercontext memory get 6f1c... -s project --revision 2  # an entry id"""
 
-@app.command()
+
+@app.command(epilog=_REMEMBER_EXAMPLES)
 @memory_command
 def remember(
-    text: Annotated[str, typer.Argument(help="The text to remember.")],
+    text: Annotated[str, typer.Argument(help="The text to remember; `-` reads it from stdin.")],
     scope: Scope,
     kind: Annotated[str, typer.Option(help="The entry's kind.")] = "fact",
     metadata: Annotated[str | None, typer.Option(help="A JSON object.")] = None,
@@ -63,7 +77,7 @@ def remember(
         request = RememberMemoryRequest.model_validate(
             {
                 "kind": kind,
-                "text": text,
+                "text": text_argument(text),
                 "metadata": metadata_object(metadata),
                 "expected_revision": expected_revision,
                 "reason": reason,
@@ -76,7 +90,7 @@ def remember(
     output.print_write(result, connection.as_json)
 
 
-@app.command()
+@app.command(epilog=_SEARCH_EXAMPLES)
 @memory_command
 @search_options
 def search(
@@ -86,8 +100,10 @@ def search(
     options: SearchOptions,
     connection: Connection,
 ) -> None:
-    """Search a scope; prints the final hits. --min-score and --min-similarity drop the
-    full-text and vector candidates below them."""
+    """Search a scope and print the final hits.
+
+    --min-score and --min-similarity drop the full-text and vector candidates
+    below them."""
     with fail_on_errors():
         request = SearchMemoryRequest(query=query, **options.request_fields())
     page = connection.run(scope, lambda m: m.search(request))
@@ -106,9 +122,10 @@ def search_batch(
     options: SearchOptions,
     connection: Connection,
 ) -> None:
-    """Run many searches in one call, all at one revision: one query per line (blank lines
-    are skipped); prints one block of hits per query, in order. The filter and floors apply
-    to every query."""
+    """Run many searches in one call, all at one revision.
+
+    One query per line (blank lines are skipped); prints one block of hits
+    per query, in order. The filter and floors apply to every query."""
     with fail_on_errors():
         queries = read_queries(queries_file)
         shared = options.request_fields()
@@ -137,7 +154,9 @@ def list_entries(
     scope: Scope,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="Entries per page.")] = 100,
     cursor: Annotated[str | None, typer.Option(help="`next_cursor` of the last page.")] = None,
-    revision: Annotated[int | None, typer.Option(help="List this revision (default head).")] = None,
+    revision: Annotated[
+        int | None, typer.Option(min=1, help="List this revision (default the head).")
+    ] = None,
     where: FilterOption = None,
     *,
     connection: Connection,
@@ -152,7 +171,7 @@ def list_entries(
     output.print_entries(page, connection.as_json)
 
 
-@app.command()
+@app.command(epilog=_GET_EXAMPLES)
 @memory_command
 def get(
     citation: Annotated[

@@ -6,6 +6,7 @@ import asyncio
 import functools
 import inspect
 import json
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, fields
 from typing import Annotated, Any, TypeVar, cast, get_args, get_type_hints
@@ -218,6 +219,17 @@ memory_command = _with_group(
 )
 """Give a command the shared options (--local, --server-url, --api-key, --json), after its
 own, as one `connection` argument: each command then declares only what is its own."""
+
+
+STDIN = "-"
+
+
+def text_argument(value: str) -> str:
+    """An entry's text as given, or read from stdin for `-` (`cat notes.md | powercontext
+    memory remember - --scope s`), without the final newline a pipe adds."""
+    if value != STDIN:
+        return value
+    return sys.stdin.read().rstrip("\r\n")
 
 
 def metadata_object(value: str | None) -> dict[str, Any]:

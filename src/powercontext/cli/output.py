@@ -7,10 +7,12 @@ answered, so a script can pass it straight to `memory get` and to the API.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
+import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.padding import Padding
@@ -59,7 +61,25 @@ def parse_citation(value: str, scope_id: str) -> MemoryCitation:
 
 
 def print_json(payload: Any) -> None:
-    sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+    try:
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        stdout_closed()
+
+
+def stdout_closed() -> NoReturn:
+    """The reader of stdout went away (`... | head`): stop quietly with exit status 1, as
+    rich's console does for the human output.
+
+    stdout is pointed at /dev/null first, so the interpreter's final flush of what is still
+    buffered cannot raise again at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (a test runner)
+        pass
+    raise typer.Exit(1)
 
 
 def hit_json(hit: MemoryHit) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from powercontext.cli.memory_options import (
     changed,
     memory_command,
     metadata_object,
+    text_argument,
 )
 from powercontext.memory.models import (
     MemoryWriteResult,
@@ -36,7 +37,7 @@ from powercontext.memory.models import (
 @changed
 def revise(
     citation: Citation,
-    text: Annotated[str, typer.Argument(help="The new text.")],
+    text: Annotated[str, typer.Argument(help="The new text; `-` reads it from stdin.")],
     scope: Scope,
     kind: Annotated[str | None, typer.Option(help="A new kind (default: keep).")] = None,
     metadata: Annotated[
@@ -50,7 +51,7 @@ def revise(
     with fail_on_errors():
         request = ReviseMemoryRequest(
             citation=output.parse_citation(citation, scope),
-            text=text,
+            text=text_argument(text),
             kind=kind,
             metadata=metadata_object(metadata) if metadata is not None else None,
             **change.recorded(),

@@ -58,6 +58,14 @@ def _opened(path: str, mode: Literal["r", "w"]) -> Iterator[TextIO]:
         raise MemoryValidationError(f"cannot open {path}: {exc.strerror}") from exc
 
 
+async def _close(lines: AsyncIterator[str]) -> None:
+    """Close the export's stream in the loop when the sink failed (`| head`): left to the
+    loop's shutdown, its close raised a second error, printed with a traceback."""
+    close = getattr(lines, "aclose", None)
+    if close is not None:
+        await close()
+
+
 def _on_existing(value: str) -> OnExisting:
     for policy in get_args(OnExisting):
         if value == policy:
@@ -79,12 +87,15 @@ def export(
 
             async def copy(lines: AsyncIterator[str]) -> int:
                 written = -1  # the header is not an entry
-                async for line in lines:
-                    if written < 0:
-                        progress.update(task, total=json.loads(line).get("entry_count"))
-                    sink.write(line)
-                    written += 1
-                    progress.update(task, completed=max(written, 0))
+                try:
+                    async for line in lines:
+                        if written < 0:
+                            progress.update(task, total=json.loads(line).get("entry_count"))
+                        sink.write(line)
+                        written += 1
+                        progress.update(task, completed=max(written, 0))
+                finally:
+                    await _close(lines)
                 return max(written, 0)
 
             count = connection.run(scope, lambda m: copy(m.export_lines(revision=revision)))

@@ -9,8 +9,9 @@ import httpx
 from powercontext import __version__
 from powercontext.client import wire
 from powercontext.client.memory import AsyncMemoryClient, SyncMemoryClient
-from powercontext.client.settings import ClientSettings
+from powercontext.client.settings import ClientSettings, server_base_url
 from powercontext.client.transport import AsyncTransport, RetryPolicy, SyncTransport
+from powercontext.memory.errors import ConfigurationError
 
 
 def _http_options(
@@ -27,14 +28,20 @@ def _http_options(
     headers = {"User-Agent": f"powercontext-python/{__version__}"}
     if key:
         headers["Authorization"] = f"Bearer {key}"
+    # httpx takes 0 as "no time at all" (every connect fails) and refuses a negative value
+    # with a bare ValueError.
+    if timeout is not None and not timeout > 0:
+        raise ConfigurationError(f"timeout must be more than 0 seconds, not {timeout!r}")
     return {
-        "base_url": (server_url or settings.server_url).rstrip("/"),
+        "base_url": server_base_url(server_url or settings.server_url),
         "headers": headers,
         "timeout": timeout if timeout is not None else settings.timeout,
     }
 
 
 def _policy(settings: ClientSettings, max_retries: int | None) -> RetryPolicy:
+    if max_retries is not None and max_retries < 0:
+        raise ConfigurationError(f"max_retries must be 0 or more, not {max_retries!r}")
     return RetryPolicy(
         max_retries=settings.max_retries if max_retries is None else max_retries,
         backoff=settings.retry_backoff,
@@ -57,8 +64,7 @@ class _Client:
     ) -> None:
         settings = settings if settings is not None else ClientSettings()
         options = _http_options(settings, server_url, api_key, timeout)
-        # As httpx normalizes it (the clients' base_url), without the trailing slash.
-        self._server_url = str(httpx.URL(options["base_url"])).rstrip("/")
+        self._server_url: str = options["base_url"]
         self._open(options, _policy(settings, max_retries))
 
     def _open(self, http_options: dict[str, Any], policy: RetryPolicy) -> None:

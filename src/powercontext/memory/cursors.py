@@ -35,6 +35,11 @@ def decode_cursor(cursor: str, revision: int) -> str:
         at_revision = int(at)
     except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
         raise InvalidCursorError("invalid cursor: pass a next_cursor exactly as received") from exc
-    if at_revision != revision or not version_id:
-        raise InvalidCursorError("the cursor belongs to another revision of this listing")
+    if not version_id:
+        raise InvalidCursorError("invalid cursor: pass a next_cursor exactly as received")
+    if at_revision != revision:
+        raise InvalidCursorError(
+            f"the cursor continues the listing at revision {at_revision}, not {revision}: "
+            f"pass revision {at_revision} with it"
+        )
     return version_id

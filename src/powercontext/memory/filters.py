@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from powercontext.memory.values import Kind, Thread, check_unicode
+from powercontext.memory.values import Kind, Thread, check_unicode, in_utc
 
 MAX_FILTER_VALUES = 100
 MAX_METADATA_CONDITIONS = 16
@@ -35,6 +35,15 @@ def _storable(value: object) -> object:
         raise ValueError("a filter integer is within -2**63 .. 2**63-1 (64 bits)")
     return value
 
+
+def _aware(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("filter times need a time zone (e.g. 2026-01-01T00:00:00Z)")
+    return in_utc(value, "a filter time")
+
+
+FilterTime = Annotated[datetime, AfterValidator(_aware)]
+"""A bound on a time, with a time zone; compared in UTC, as both stores keep times."""
 
 Scalar = Annotated[str | bool | int | Finite, AfterValidator(_storable)]
 
@@ -107,28 +116,20 @@ class MemoryFilter(BaseModel):
         max_length=100,
         description="The entry's thread is one of these.",
     )
-    created_after: datetime | None = Field(
+    created_after: FilterTime | None = Field(
         default=None, description="Written at or after this time (with a time zone)."
     )
-    created_before: datetime | None = Field(
+    created_before: FilterTime | None = Field(
         default=None, description="Written before this time (with a time zone)."
     )
-    occurred_after: datetime | None = Field(
+    occurred_after: FilterTime | None = Field(
         default=None,
         description="The event happened at or after this time (`occurred_at`, else the write "
         "time; with a time zone).",
     )
-    occurred_before: datetime | None = Field(
+    occurred_before: FilterTime | None = Field(
         default=None, description="The event happened before this time (with a time zone)."
     )
-
-    @model_validator(mode="after")
-    def _aware_times(self) -> MemoryFilter:
-        times = (self.created_after, self.created_before, self.occurred_after, self.occurred_before)
-        for value in times:
-            if value is not None and value.tzinfo is None:
-                raise ValueError("filter times need a time zone (e.g. 2026-01-01T00:00:00Z)")
-        return self
 
     @property
     def empty(self) -> bool:

@@ -370,7 +370,11 @@ class MemoryService:
         if not 1 <= limit <= 1000:
             raise MemoryValidationError("limit must be between 1 and 1000")
         head = await self.store.head(scope_id)
-        if head is None:
+        if head is None:  # never written: no revision or cursor of it can exist
+            if revision is not None:
+                raise NotFoundError(f"scope {scope_id!r} has no revision {revision}")
+            if cursor is not None:
+                raise _foreign_cursor(scope_id)
             return MemoryEntriesPage(memory_ref=None, entries=())
         at = head if revision is None else revision
         if not 1 <= at <= head:
@@ -395,7 +399,7 @@ class MemoryService:
             return None
         stored = await self.store.get_version(scope_id, decode_cursor(cursor, revision))
         if stored is None:
-            raise InvalidCursorError("the cursor belongs to another scope")
+            raise _foreign_cursor(scope_id)
         return stored.key
 
     async def changes(
@@ -458,3 +462,10 @@ class MemoryService:
                 rerank_latency_ms=trace.latency_ms if trace else 0.0,
             )
         )
+
+
+def _foreign_cursor(scope_id: str) -> InvalidCursorError:
+    return InvalidCursorError(
+        f"the cursor names no entry version of scope {scope_id!r}: pass a next_cursor exactly "
+        "as received, with the scope it came from"
+    )

@@ -106,8 +106,9 @@ class ExportHeader(BaseModel):
     format: Literal["powercontext.memory.export"] = "powercontext.memory.export"
     version: int = FORMAT_VERSION
     scope_id: str
-    revision: int = Field(ge=1)
-    entry_count: int = Field(ge=0)
+    # Bounded like every revision and count the stores keep (64-bit integers).
+    revision: int = Field(ge=1, le=2**63 - 1)
+    entry_count: int = Field(ge=0, le=2**63 - 1)
     exported_at: datetime
 
 

@@ -13,7 +13,7 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 MAX_TEXT_BYTES = 8192
 MAX_QUERY_BYTES = 8192
@@ -22,6 +22,10 @@ MAX_KIND_CHARS = 64
 MAX_SCOPE_CHARS = 256
 MAX_REASON_CHARS = 1024
 MAX_THREAD_CHARS = 256
+MAX_METADATA_DEPTH = 100
+"""Levels of arrays and objects in metadata, the metadata object being the first. JSON
+parsers admit about 1,000, but pydantic serializes at most 255 levels: a deeper entry was
+written, and then every list, search and export that met it failed."""
 
 SearchMode = Literal["auto", "fts", "vector", "hybrid"]
 ResolvedMode = Literal["fts", "vector", "hybrid"]
@@ -92,6 +96,26 @@ def _check_json_strings(value: object, what: str) -> None:
             _check_json_strings(item, what)
 
 
+def _shallow(value: Any) -> Any:
+    # Before the checks that walk the value recursively: level by level, so a deep value
+    # needs no deep stack.
+    if not isinstance(value, dict):
+        return value  # the dict validation names what it is instead
+    level: list[Any] = [value]
+    for _ in range(MAX_METADATA_DEPTH):
+        level = [
+            child
+            for node in level
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, dict | list)
+        ]
+        if not level:
+            return value
+    raise ValueError(
+        f"metadata nests arrays and objects more than {MAX_METADATA_DEPTH} levels deep"
+    )
+
+
 def _check_metadata(value: dict[str, Any]) -> dict[str, Any]:
     try:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False, sort_keys=True)
@@ -130,10 +154,19 @@ def _check_thread(value: str) -> str:
 
 def _check_occurred_at(value: datetime) -> datetime:
     # A naive time is read as UTC, so every stored time compares with every other.
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else in_utc(value, "occurred_at")
 
 
-Metadata = Annotated[dict[str, Any], AfterValidator(_check_metadata)]
+def in_utc(value: datetime, what: str) -> datetime:
+    """An aware time in UTC; a ValueError (a 422) when UTC has no such day, as for
+    0001-01-01T00:00:00+14:00, where `astimezone` raises OverflowError."""
+    try:
+        return value.astimezone(UTC)
+    except OverflowError as exc:
+        raise ValueError(f"{what} is outside the years 1-9999 once in UTC") from exc
+
+
+Metadata = Annotated[dict[str, Any], BeforeValidator(_shallow), AfterValidator(_check_metadata)]
 Thread = Annotated[str, Field(max_length=MAX_THREAD_CHARS), AfterValidator(_check_thread)]
 """The conversation, session or document an entry belongs to; neighbours are found by it."""
 OccurredAt = Annotated[datetime, AfterValidator(_check_occurred_at)]

@@ -41,7 +41,7 @@ class KeyGrant:
 
     def require(self, scope_id: str) -> None:
         if not self.allows(scope_id):
-            raise ForbiddenError("this API key may not use the requested scope")
+            raise ForbiddenError(f"this API key may not use scope {scope_id!r}")
 
 
 UNRESTRICTED = KeyGrant(scopes=None)

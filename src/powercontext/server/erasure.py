@@ -13,6 +13,7 @@ from powercontext.memory.erasure import MAX_FORGET_ENTRIES, ForgetMemoryRequest,
 from powercontext.server import translate
 from powercontext.server.calls import Call
 from powercontext.server.schemas import (
+    EntryIdText,
     ExpectedRevision,
     MemoryRefModel,
     WireIdempotencyKey,
@@ -31,7 +32,7 @@ class ForgetEntriesRequest(_Wire):
     revision. Their citations then answer 410 `erased`; the change log keeps their ids."""
 
     scope_id: WireScopeId = _scope_field()
-    entry_ids: list[str] = Field(
+    entry_ids: list[EntryIdText] = Field(
         min_length=1,
         max_length=MAX_FORGET_ENTRIES,
         description="The entries to erase (all or none).",

@@ -9,6 +9,8 @@ the server log, tagged with the request id).
 from __future__ import annotations
 
 import logging
+import sys
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -116,21 +118,37 @@ async def _domain_error(request: Request, exc: Exception) -> Response:
     return error_response(status, code, message, details, headers)
 
 
+def _message_of(error: Any) -> str:
+    if error.get("type") == "json_invalid":
+        # FastAPI's "JSON decode error" says neither why nor where; the parser's reason
+        # (e.g. "Expecting ',' delimiter") quotes no input, so it is safe to pass on.
+        reason = (error.get("ctx") or {}).get("error")
+        return f"invalid JSON: {reason}" if isinstance(reason, str) else "invalid JSON"
+    return str(error.get("msg", ""))
+
+
 def _validation_details(exc: RequestValidationError | ValidationError) -> dict[str, Any]:
     # Only where and why: `input` and `ctx` may echo memory text back.
     errors = [
-        {"loc": error_location(error.get("loc", ())), "msg": str(error.get("msg", ""))}
+        {"loc": error_location(error.get("loc", ())), "msg": _message_of(error)}
         | {"type": str(error.get("type", ""))}
         for error in exc.errors()[:MAX_VALIDATION_ERRORS]
     ]
     return {"errors": errors}
 
 
+def _where(first: dict[str, Any]) -> str:
+    loc = first["loc"]
+    if first.get("type") == "json_invalid" and len(loc) == 2 and loc[1].isdigit():
+        return f"body (character {loc[1]})"  # the location of a JSON error is an offset
+    return ".".join(part for part in loc if part != "body") or "body"
+
+
 async def _request_validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError | ValidationError)
     details = _validation_details(exc)
     first = details["errors"][0] if details["errors"] else {"loc": [], "msg": "invalid request"}
-    where = ".".join(part for part in first["loc"] if part != "body") or "body"
+    where = _where(first)
     message = f"{where}: {first['msg']}"
     if where == "body" and first.get("type") in _NOT_AN_OBJECT:
         message = _not_an_object(request.headers.get("content-type"))
@@ -151,15 +169,38 @@ def _not_an_object(content_type: str | None) -> str:
     return f"body: must be a JSON object sent with Content-Type: application/json (got {sent})"
 
 
+def _unparsable_body(cause: BaseException | None) -> str:
+    """Why FastAPI could not parse a body (it raises its 400 from the parser's exception)."""
+    if isinstance(cause, UnicodeDecodeError):
+        return f"body: not valid UTF-8 (byte {cause.start} cannot be decoded)"
+    if isinstance(cause, RecursionError):
+        return "body: the JSON is nested too deeply to parse (arrays or objects in one another)"
+    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
+        return f"body: a JSON number has more than {sys.get_int_max_str_digits()} digits"
+    return "body: not valid UTF-8 JSON"
+
+
+def _http_message(request: Request, exc: StarletteHTTPException) -> str | None:
+    """What a framework refusal with its default text ("Not Found") should have said."""
+    if exc.status_code not in (404, 405) or exc.detail != HTTPStatus(exc.status_code).phrase:
+        return None
+    method, path = request.method, request.url.path
+    if exc.status_code == 404:
+        return f"no route {method} {path}; the routes are listed at /openapi.json"
+    allowed = (exc.headers or {}).get("Allow")
+    use = f"; use {allowed}" if allowed else ""
+    return f"{method} is not allowed on {path}{use}"
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     status = exc.status_code
     if status == 400:
         # FastAPI's answer to a body it cannot decode (e.g. invalid UTF-8): to a client this is
         # one more invalid body, so it gets the same status and code as invalid JSON.
-        return error_response(422, "validation_error", "the body is not valid UTF-8 JSON")
+        return error_response(422, "validation_error", _unparsable_body(exc.__cause__))
     code = _HTTP_STATUS_CODES.get(status, "internal_error" if status >= 500 else "bad_request")
-    message = exc.detail if isinstance(exc.detail, str) else code
+    message = _http_message(request, exc) or (exc.detail if isinstance(exc.detail, str) else code)
     return error_response(status, code, message, headers=dict(exc.headers or {}) or None)
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pydantic import Field
 
 from powercontext.server.schemas import (
-    MAX_ID_CHARS,
     AsOfRevision,
     ChangeModel,
+    EntryIdText,
     EntryModel,
     MemoryRefModel,
     WireScopeId,
@@ -21,9 +21,7 @@ class _EntryAtRevision(_Wire):
     """One entry of a scope, as of a revision: what the history and by-id requests name."""
 
     scope_id: WireScopeId = Field(description="The scope.")
-    entry_id: str = Field(
-        min_length=1, max_length=MAX_ID_CHARS, description="The entry (from any citation)."
-    )
+    entry_id: EntryIdText = Field(description="The entry (from any citation).")
     revision: AsOfRevision = Field(default=None, description=_REVISION)
 
 

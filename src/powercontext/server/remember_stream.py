@@ -74,6 +74,9 @@ async def _entries(
     number = 0
     async for line in split_lines(_bounded(request.stream(), max_bytes)):
         number += 1
+        if number == 1:
+            # Editors on Windows save JSON lines with a BOM; the JSON route accepts one too.
+            line = line.removeprefix("\ufeff")
         if not line.strip():
             continue
         if len(requests) == max_entries:

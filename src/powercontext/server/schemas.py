@@ -27,6 +27,7 @@ from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.values import (
     MAX_KIND_CHARS,
     MAX_METADATA_BYTES,
+    MAX_METADATA_DEPTH,
     MAX_REASON_CHARS,
     MAX_TEXT_BYTES,
     ChangeOp,
@@ -78,6 +79,24 @@ NoNul = Annotated[
     str, AfterValidator(_no_nul), Field(json_schema_extra={"pattern": NO_NUL_PATTERN})
 ]
 """Ids, cursors and reasons: any text without NUL (PostgreSQL cannot store one; SQLite can)."""
+
+
+# The length bounds come before the validator: after it pydantic reports a long string as
+# "at most 256 items".
+CursorText = Annotated[
+    str,
+    Field(max_length=MAX_CURSOR_CHARS),
+    AfterValidator(_no_nul),
+    Field(json_schema_extra={"pattern": NO_NUL_PATTERN}),
+]
+EntryIdText = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_ID_CHARS),
+    AfterValidator(_no_nul),
+    Field(json_schema_extra={"pattern": NO_NUL_PATTERN}),
+]
+
+
 WireScopeId = Annotated[ScopeId, _non_blank_schema()]
 WireEntryText = Annotated[EntryText, _non_blank_schema()]
 WireQueryText = Annotated[QueryText, _non_blank_schema()]
@@ -116,7 +135,7 @@ AsOfRevision = Annotated[int, Field(ge=1, le=MAX_REVISION), BeforeValidator(_jso
 MinScore = Annotated[float | None, Field(allow_inf_nan=False, strict=True)]
 """The full-text floor on the raw BM25 score: a finite JSON number (not a boolean or a string),
 compared with `explain`."""
-MinSimilarity = Annotated[float | None, Field(ge=-1.0, le=1.0, strict=True)]
+MinSimilarity = Annotated[float | None, Field(ge=-1.0, le=1.0, strict=True, allow_inf_nan=False)]
 """The vector floor on cosine similarity, a JSON number within [-1, 1]."""
 
 
@@ -155,7 +174,8 @@ _TEXT = (
 )
 _KIND = f"A short label for the entry (e.g. `fact`, `preference`); at most {MAX_KIND_CHARS} chars."
 _METADATA = (
-    f"Any JSON object, returned unchanged; at most {MAX_METADATA_BYTES} bytes as JSON (422)."
+    f"Any JSON object, returned unchanged; at most {MAX_METADATA_BYTES} bytes as JSON and "
+    f"{MAX_METADATA_DEPTH} levels of arrays and objects (422)."
 )
 _EXPECTED = (
     "Compare-and-swap: the scope head revision the write expects (0 for an empty scope). "
@@ -312,9 +332,8 @@ class ListEntriesRequest(_Wire):
     revision: AsOfRevision = Field(
         default=None, description="The revision to list (default the head); 404 if unknown."
     )
-    cursor: NoNul | None = Field(
+    cursor: CursorText | None = Field(
         default=None,
-        max_length=MAX_CURSOR_CHARS,
         description="`next_cursor` of the previous page, passed exactly as received: opaque "
         "and bound to this scope and revision (422 invalid_cursor otherwise).",
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from contextlib import aclosing
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
+from urllib.parse import unquote_to_bytes
 
 from pydantic import BaseModel, Field, ValidationError
 from starlette.requests import Request
@@ -26,10 +27,17 @@ from powercontext.memory.transfer import (
 )
 from powercontext.memory.values import ScopeId
 from powercontext.server.calls import Call
-from powercontext.server.schemas import AsOfRevision, JsonInt, MemoryRefModel, _int_field, _Wire
+from powercontext.server.schemas import (
+    MAX_REVISION,
+    AsOfRevision,
+    JsonInt,
+    MemoryRefModel,
+    _int_field,
+    _Wire,
+)
 
 NDJSON = "application/x-ndjson"
-ExportRevision = Annotated[int | None, Field(ge=1)]
+ExportRevision = Annotated[int | None, Field(ge=1, le=MAX_REVISION)]
 """The revision to export (null: the head). Lax, unlike the `AsOfRevision` of the JSON
 requests: the export query carries it as text."""
 
@@ -175,10 +183,38 @@ async def import_entries(call: Call, body: ImportEntriesRequest) -> ImportRespon
 Q = TypeVar("Q", bound=BaseModel)
 
 
+def _decoded(raw: bytes, what: str) -> str:
+    try:
+        return unquote_to_bytes(raw.replace(b"+", b" ")).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemoryValidationError(f"{what}: not valid UTF-8 once percent-decoded") from exc
+
+
+def query_parameters(raw: bytes) -> dict[str, str]:
+    """The parameters of a query string, each given once and valid UTF-8.
+
+    Starlette's parsing keeps the last of a repeated parameter and replaces undecodable bytes
+    with U+FFFD: `scope_id=a&scope_id=b` or `scope_id=%FF` would silently name another scope
+    than the client meant (and `%FF` would even create one)."""
+    parameters: dict[str, str] = {}
+    for part in raw.split(b"&"):
+        if not part:
+            continue
+        name_raw, _, value_raw = part.partition(b"=")
+        name = _decoded(name_raw, "query")
+        if not name:
+            raise MemoryValidationError("query: a parameter has no name (`=value`)")
+        if name in parameters:
+            raise MemoryValidationError(f"query.{name}: given more than once; give it once")
+        parameters[name] = _decoded(value_raw, f"query.{name}")
+    return parameters
+
+
 def query_of(model: type[Q], request: Request) -> Q:
     """A raw route's query parameters as `model`; a 422 naming the parameter otherwise."""
+    parameters = query_parameters(request.scope.get("query_string", b""))
     try:
-        return model.model_validate(dict(request.query_params))
+        return model.model_validate(parameters)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "query"

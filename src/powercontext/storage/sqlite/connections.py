@@ -22,7 +22,7 @@ from typing import TypeVar
 
 from powercontext.memory.errors import MemoryValidationError, StorageError
 from powercontext.storage.sqlite.errors import storage_error
-from powercontext.storage.sqlite.schema import migrate
+from powercontext.storage.sqlite.schema import foreign_tables, migrate
 
 T = TypeVar("T")
 MEMORY = ":memory:"
@@ -89,6 +89,17 @@ def _connect(target: str, options: ConnectionOptions) -> sqlite3.Connection:
     return conn
 
 
+def _refuse_foreign(conn: sqlite3.Connection, target: str) -> None:
+    tables = foreign_tables(conn)
+    if tables:
+        shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+        raise StorageError(
+            f"{target} is a SQLite database of another application (tables: {shown}); "
+            "PowerContext leaves it untouched: point the database URL at a new file or a "
+            "PowerContext database"
+        )
+
+
 def _rollback(conn: sqlite3.Connection) -> None:
     # SQLite rolls some failures (SQLITE_FULL, I/O errors) back by itself.
     if conn.in_transaction:
@@ -116,6 +127,8 @@ class ConnectionPool:
         now: sqlite3.Connection | None = None,
     ) -> None:
         self.target = target
+        self._where = None if target == MEMORY else target
+        """The file named in error messages."""
         self._writer = writer
         self._write_lock = threading.Lock()
         self._now = now
@@ -136,10 +149,14 @@ class ConnectionPool:
             writer = _connect(target, options)
             conns.append(writer)
             if target != MEMORY:
+                _refuse_foreign(writer, target)
                 mode = _use_wal(writer, options.busy_timeout_seconds)
                 if str(mode).lower() != "wal":
                     raise StorageError(f"could not switch {target} to WAL mode (got {mode})")
-            migrate(writer)
+            try:
+                migrate(writer)
+            except StorageError as exc:  # a newer schema: say which file
+                raise StorageError(f"cannot open {target}: {exc}") from exc
             if target == MEMORY:
                 return cls(target, writer, [])
             for _ in range(max(1, options.readers) + 1):
@@ -155,7 +172,10 @@ class ConnectionPool:
                 conn.close()
             raise storage_error(exc, f"opening {target}") from exc
         except OSError as exc:
-            raise StorageError(f"cannot create the directory of {target}: {exc}") from exc
+            raise StorageError(
+                f"cannot create the directory of {target}: {exc}; create it, or let this "
+                "user write its parent"
+            ) from exc
         except BaseException:
             for conn in conns:
                 conn.close()
@@ -173,7 +193,7 @@ class ConnectionPool:
                 return result
             except sqlite3.Error as exc:
                 _rollback(conn)
-                raise storage_error(exc, doing) from exc
+                raise storage_error(exc, doing, self._where) from exc
             except OverflowError as exc:
                 _rollback(conn)
                 raise _out_of_range(exc) from exc
@@ -188,7 +208,7 @@ class ConnectionPool:
             try:
                 return work(self._writer)
             except sqlite3.Error as exc:
-                raise storage_error(exc, doing) from exc
+                raise storage_error(exc, doing, self._where) from exc
 
     def read(self, work: Callable[[sqlite3.Connection], T], doing: str) -> T:
         """Run `work` in one read transaction, so all its statements see one snapshot."""
@@ -221,9 +241,8 @@ class ConnectionPool:
         finally:
             self._now_lock.release()
 
-    @staticmethod
     def _read_on(
-        conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], doing: str
+        self, conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], doing: str
     ) -> T:
         try:
             conn.execute("BEGIN")
@@ -232,7 +251,7 @@ class ConnectionPool:
             finally:
                 _rollback(conn)
         except sqlite3.Error as exc:
-            raise storage_error(exc, doing) from exc
+            raise storage_error(exc, doing, self._where) from exc
         except OverflowError as exc:
             raise _out_of_range(exc) from exc
 

@@ -7,8 +7,9 @@ a tombstone and a `forget` change per version, and cleared reasons on their olde
 Deleted is not yet gone from the disk. Three things make it so:
 - every connection runs with `PRAGMA secure_delete = ON`, so SQLite zeroes freed cells and
   pages instead of leaving the old bytes in free space;
-- FTS5 keeps a deleted row's tokens in its index segments until they are merged, so `scrub`
-  merges them all (`optimize`);
+- FTS5 keeps a deleted row's tokens in its index segments until they are merged, so `erase`
+  merges them all (`optimize`) in its own transaction, and `scrub` again after the
+  neighbours' tokens are re-derived;
 - in WAL mode the old pages also sit in the -wal file, so `scrub` checkpoints it and truncates
   it to zero bytes (`wal_checkpoint(TRUNCATE)`). A reader holding an older snapshot (another
   process) can keep the checkpoint from completing; that is logged, and the next erasure's
@@ -111,6 +112,10 @@ def erase(conn: sqlite3.Connection, request: ErasureRequest, now: datetime) -> E
         )
     for sql, rows in erasure_records(request, doomed, revision, created_at, "sqlite"):
         conn.executemany(sql, rows)
+    # Merged in the erasing transaction, not only by the later `scrub`: a process killed
+    # between the two left the erased tokens in the index's segments for good. `scrub`'s
+    # own optimize then costs nothing unless neighbours' tokens were rewritten meanwhile.
+    optimize_fulltext(conn)
     return ErasureResult(revision=revision, erased=tuple(erased_version(r) for r in doomed))
 
 

@@ -154,6 +154,21 @@ def _applied_version(conn: sqlite3.Connection) -> int:
     return int(row[0])
 
 
+def foreign_tables(conn: sqlite3.Connection) -> list[str]:
+    """The tables of a database PowerContext never migrated (another application's file), or
+    [] for a new, empty file or one of ours. Read before anything is written to the file: even
+    switching it to WAL mode changes its header. Every migration commits together with its
+    `schema_migrations` row, so a file of ours never shows tables without that one."""
+    names = [
+        str(row[0])
+        for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+            "AND name NOT LIKE 'sqlite^_%' ESCAPE '^' ORDER BY name"
+        )
+    ]
+    return [] if "schema_migrations" in names else names
+
+
 def migrate(conn: sqlite3.Connection) -> int:
     """Apply every pending migration; returns the schema version. Safe when several processes
     open the same file at once: each step re-reads the version inside its write transaction."""
