@@ -69,7 +69,9 @@ def test_evidence_quirks_are_normalised_or_counted(tiny) -> None:
     assert qa[1].evidence == ("D1:1",)  # "D1:01": zero padding removed
     assert qa[2].evidence == ("D1:1", "D2:1")  # "D1:1; D2:1": split in two
     assert qa[2].raw_evidence == ("D1:1; D2:1",)
-    assert qa[3].evidence == ("D2:1",)  # "D9:9" does not exist in the conversation
+    # "D9:9" names no turn: the gold is incomplete, so the item is unscorable, not half-scored
+    assert qa[3].evidence == ()
+    assert qa[3].unresolved_evidence == ("D9:9",)
     assert qa[5].evidence == ()  # "D" cannot be parsed
     assert qa[6].evidence == ()  # no evidence in the file
     counts = tiny.issues.counts
@@ -79,6 +81,7 @@ def test_evidence_quirks_are_normalised_or_counted(tiny) -> None:
     assert counts["evidence_unparseable"] == 1
     assert counts["qa_without_evidence"] == 1
     assert counts["qa_evidence_all_invalid"] == 1
+    assert counts["qa_evidence_unresolved"] == 1
 
 
 def test_answer_quirks(tiny) -> None:

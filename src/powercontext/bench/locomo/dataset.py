@@ -29,8 +29,23 @@ SCORED_CATEGORIES: tuple[int, ...] = (1, 2, 3, 4)
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _DATE_KEY = re.compile(r"session_(\d+)_date_time")
-_EVIDENCE_ID = re.compile(r"D\s*(\d+)\s*:\s*(\d+)")
+# `D:11:26` (conv-43) is `D11:26` with a stray colon: the optional `:` after `D` repairs it.
+_EVIDENCE_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 _EVIDENCE_SEPARATORS = re.compile(r"[;,\s]+")
+# `1:56 pm on 8 May, 2023`: parsed by hand, not strptime, so the month names and am/pm do not
+# depend on the process locale (`%B` and `%p` follow LC_TIME).
+_SESSION_DATE = re.compile(
+    r"(\d{1,2}):(\d{2})\s*([ap])\.?\s*m\.?\s+on\s+(\d{1,2})\s+([a-z]+)\.?,?\s+(\d{4})",
+    re.IGNORECASE,
+)
+_MONTH_NAMES = (
+    "january february march april may june july august september october november december"
+).split()
+_MONTHS = {
+    **{name: number for number, name in enumerate(_MONTH_NAMES, start=1)},
+    **{name[:3]: number for number, name in enumerate(_MONTH_NAMES, start=1)},
+    "sept": 9,
+}
 
 
 class DatasetError(ValueError):
@@ -72,13 +87,24 @@ class Session:
     @property
     def occurred_at(self) -> datetime | None:
         """`date_time` as a UTC moment; None when it is missing or not in the file's format."""
-        if not self.date_time:
-            return None
-        try:
-            moment = datetime.strptime(self.date_time.strip(), "%I:%M %p on %d %B, %Y")
-        except ValueError:
-            return None
-        return moment.replace(tzinfo=UTC)
+        return parse_session_date(self.date_time)
+
+
+def parse_session_date(value: str | None) -> datetime | None:
+    """`1:56 pm on 8 May, 2023` -> 2023-05-08T13:56Z. The file names no time zone: UTC is the
+    harness's convention, so every entry of a run is on one clock. None when unparseable."""
+    match = _SESSION_DATE.fullmatch(value.strip()) if value else None
+    if match is None:
+        return None
+    hour, minute, half, day, month_name, year = match.groups()
+    month = _MONTHS.get(month_name.lower())
+    if month is None or not 1 <= int(hour) <= 12:
+        return None
+    hour24 = int(hour) % 12 + (12 if half.lower() == "p" else 0)
+    try:
+        return datetime(int(year), month, int(day), hour24, int(minute), tzinfo=UTC)
+    except ValueError:  # 31 June, minute 75
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +117,12 @@ class QAItem:
     """None for adversarial items that only carry `adversarial_answer`."""
     adversarial_answer: str | None
     evidence: tuple[str, ...]
-    """Canonical dia ids that exist in the conversation, in the file's order, deduplicated."""
+    """The retrieval gold: canonical dia ids of written turns, in the file's order, deduplicated.
+    Empty when the item cannot be scored: no evidence, or an id naming no written turn."""
     raw_evidence: tuple[str, ...]
+    unresolved_evidence: tuple[str, ...] = ()
+    """Ids naming no written turn. Their item is unscorable for retrieval (its gold is
+    incomplete), so `evidence` is then empty rather than scored as a hit or a miss."""
 
     @property
     def category_name(self) -> str:
@@ -184,7 +214,8 @@ def _parse_sample(sample: Any, number: int, issues: DatasetIssues) -> Conversati
         raise DatasetError(f"sample {number} has no `conversation` object")
     sample_id = str(sample.get("sample_id") or f"sample-{number}")
     body: dict[str, Any] = sample["conversation"]
-    sessions = _parse_sessions(sample_id, body, issues)
+    unwritten: set[str] = set()
+    sessions = _parse_sessions(sample_id, body, issues, unwritten)
     turns_by_id: dict[str, Turn] = {}
     for session in sessions:
         for turn in session.turns:
@@ -198,7 +229,7 @@ def _parse_sample(sample: Any, number: int, issues: DatasetIssues) -> Conversati
     qa = tuple(
         item
         for index, entry in enumerate(raw_qa)
-        if (item := _parse_qa(sample_id, index, entry, turns_by_id, issues)) is not None
+        if (item := _parse_qa(sample_id, index, entry, turns_by_id, unwritten, issues)) is not None
     )
     return Conversation(
         sample_id=sample_id,
@@ -211,13 +242,16 @@ def _parse_sample(sample: Any, number: int, issues: DatasetIssues) -> Conversati
 
 
 def _parse_sessions(
-    sample_id: str, body: dict[str, Any], issues: DatasetIssues
+    sample_id: str, body: dict[str, Any], issues: DatasetIssues, unwritten: set[str]
 ) -> tuple[Session, ...]:
-    numbers = sorted(
-        int(match.group(1))
-        for key, value in body.items()
-        if (match := _SESSION_KEY.fullmatch(key)) and isinstance(value, list)
-    )
+    numbers = []
+    for key, value in body.items():
+        if match := _SESSION_KEY.fullmatch(key):
+            if isinstance(value, list):
+                numbers.append(int(match.group(1)))
+            else:
+                issues.note("session_not_a_list", f"{sample_id} {key}={type(value).__name__}")
+    numbers.sort()
     if not numbers:
         raise DatasetError(f"{sample_id}: no `session_N` turn lists")
     dated = {int(match.group(1)) for key in body if (match := _DATE_KEY.fullmatch(key))}
@@ -228,11 +262,16 @@ def _parse_sessions(
         date_time = body.get(f"session_{number}_date_time")
         if not date_time:
             issues.note("session_without_date", f"{sample_id} session_{number}")
+        elif parse_session_date(str(date_time)) is None:
+            # Written without `occurred_at`: say so, or the run silently loses the dates.
+            issues.note("session_date_unparseable", f"{sample_id} session_{number} {date_time!r}")
         turns = []
         for position, raw in enumerate(body[f"session_{number}"]):
             turn = _parse_turn(sample_id, number, position, raw, issues)
             if turn is not None:
                 turns.append(turn)
+            elif isinstance(raw, dict) and raw.get("dia_id"):
+                unwritten.add(canonical_dia_id(str(raw["dia_id"])) or str(raw["dia_id"]))
         sessions.append(
             Session(
                 number=number, date_time=str(date_time) if date_time else None, turns=tuple(turns)
@@ -253,18 +292,26 @@ def _parse_turn(
     if not text and caption is None:
         issues.note("turn_without_text", f"{where} {raw['dia_id']}")
         return None
+    speaker = str(raw.get("speaker") or "").strip()
+    if not speaker:
+        issues.note("turn_without_speaker", f"{where} {raw['dia_id']}")
     return Turn(
         dia_id=canonical_dia_id(str(raw["dia_id"])) or str(raw["dia_id"]),
         session=session,
         position=position,
-        speaker=str(raw.get("speaker") or "unknown"),
+        speaker=speaker or "unknown",
         text=text,
         caption=caption,
     )
 
 
 def _parse_qa(
-    sample_id: str, index: int, raw: Any, turns_by_id: dict[str, Turn], issues: DatasetIssues
+    sample_id: str,
+    index: int,
+    raw: Any,
+    turns_by_id: dict[str, Turn],
+    unwritten: set[str],
+    issues: DatasetIssues,
 ) -> QAItem | None:
     where = f"{sample_id} qa[{index}]"
     if not isinstance(raw, dict) or not str(raw.get("question") or "").strip():
@@ -284,11 +331,14 @@ def _parse_qa(
     raw_evidence = raw.get("evidence") or []
     if not isinstance(raw_evidence, list):
         raw_evidence = [raw_evidence]
-    evidence = normalize_evidence(
-        [str(item) for item in raw_evidence], set(turns_by_id), issues, where
+    evidence, unresolved = resolve_evidence(
+        [str(item) for item in raw_evidence], set(turns_by_id), issues, where, unwritten
     )
     if not raw_evidence:
         issues.note("qa_without_evidence", where)
+    elif unresolved:
+        issues.note("qa_evidence_unresolved", f"{where} {' '.join(unresolved)}")
+        evidence = ()
     elif not evidence:
         issues.note("qa_evidence_all_invalid", where)
     return QAItem(
@@ -299,6 +349,7 @@ def _parse_qa(
         adversarial_answer=adversarial,
         evidence=evidence,
         raw_evidence=tuple(str(item) for item in raw_evidence),
+        unresolved_evidence=unresolved,
     )
 
 
@@ -313,7 +364,7 @@ def _answer_text(value: Any, where: str, key: str, issues: DatasetIssues) -> str
 
 
 def canonical_dia_id(value: str) -> str | None:
-    """`D30:05` -> `D30:5`; None when the value is not one dia id."""
+    """`D30:05` -> `D30:5`, `D:11:26` -> `D11:26`; None when the value is not one dia id."""
     match = _EVIDENCE_ID.fullmatch(value.strip())
     if match is None:
         return None
@@ -323,14 +374,37 @@ def canonical_dia_id(value: str) -> str | None:
 def normalize_evidence(
     raw: list[str], known: set[str], issues: DatasetIssues, where: str
 ) -> tuple[str, ...]:
-    """Split joined ids, canonicalise padding, drop ids that are unparseable or unknown."""
+    """The known ids of `raw`: see `resolve_evidence`."""
+    return resolve_evidence(raw, known, issues, where)[0]
+
+
+def _evidence_parts(item: str) -> list[str]:
+    """One id (`D30:05`, `D 4 : 7`) as is; anything else split on `;`, `,` and blanks, so the
+    good ids of `"D8:6; D"` survive its junk part."""
+    if canonical_dia_id(item) is not None:
+        return [item.strip()]
+    return [part for part in _EVIDENCE_SEPARATORS.split(item.strip()) if part]
+
+
+def resolve_evidence(
+    raw: list[str],
+    known: set[str],
+    issues: DatasetIssues,
+    where: str,
+    unwritten: set[str] | None = None,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Split joined ids, canonicalise them, and sort them into (known ids, ids naming no turn
+    of `known`), both deduplicated in the file's order. Parts that are no id at all (`"D"`)
+    cite nothing and are only counted. `unwritten` holds ids of turns in the file that could
+    not be written (no text), counted apart from ids the file does not have."""
     kept: list[str] = []
+    unresolved: list[str] = []
     for item in raw:
-        parts = [part for part in _EVIDENCE_SEPARATORS.split(item.strip()) if part]
-        if len(parts) > 1 and all(_EVIDENCE_ID.fullmatch(part) for part in parts):
+        parts = _evidence_parts(item)
+        if len(parts) > 1:
             issues.note("evidence_split", f"{where} {item!r}")
-        else:
-            parts = [item]
+        if not parts:
+            issues.note("evidence_unparseable", f"{where} {item!r}")
         for part in parts:
             canonical = canonical_dia_id(part)
             if canonical is None:
@@ -338,11 +412,13 @@ def normalize_evidence(
                 continue
             if canonical != part:
                 issues.note("evidence_reformatted", f"{where} {part!r} -> {canonical}")
-            if canonical not in known:
-                issues.note("evidence_unknown_id", f"{where} {canonical}")
-                continue
-            if canonical in kept:
+            if canonical in kept or canonical in unresolved:
                 issues.note("evidence_duplicate", f"{where} {canonical}")
                 continue
+            if canonical not in known:
+                kind = "evidence_unwritten_turn" if canonical in (unwritten or ()) else None
+                issues.note(kind or "evidence_unknown_id", f"{where} {canonical}")
+                unresolved.append(canonical)
+                continue
             kept.append(canonical)
-    return tuple(kept)
+    return tuple(kept), tuple(unresolved)

@@ -45,6 +45,9 @@ def judge_prompt(
 ) -> tuple[str, str]:
     if policy == "none":
         raise ValueError("the `none` policy makes no judge call")
+    if category != 5 and reference is None:
+        # The no-answer reference would grade an abstention CORRECT on an answerable question.
+        raise ValueError(f"category {category} needs a reference answer to judge against")
     gold = _NO_ANSWER_REFERENCE if category == 5 or reference is None else reference
     prompt = (
         f"Grading rule: {_RULES[policy]}\n\n"

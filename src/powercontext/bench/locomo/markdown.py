@@ -65,6 +65,11 @@ def _answers_section(answers: dict[str, Any]) -> list[str]:
             row.append(_number(judged["accuracy"]) if judged else "n/a")
         rows.append(row)
     lines = ["## Answers", "", _table(header, rows), ""]
+    if answers.get("unscorable"):
+        lines.append(
+            f"Unscored: {answers['unscorable']} answered questions of categories 1-4 have no "
+            "gold answer in the file."
+        )
     lines.append(
         "Category 5 is scored as in the authors' code: 1 when the answer abstains "
         "('not mentioned' / 'no information available'), else 0, on every metric."
@@ -94,7 +99,9 @@ def render_report(results: dict[str, Any], *, chart_name: str | None) -> str:
         f"- questions: {dataset['questions']} "
         f"({', '.join(f'{k}: {v}' for k, v in dataset['questions_by_category'].items())}); "
         f"scored for retrieval: {retrieval['scored_questions']} "
-        f"(without valid evidence: {dataset['questions_without_evidence']})",
+        f"(without valid evidence: {dataset['questions_without_evidence']}, of which "
+        f"{dataset.get('questions_with_unresolved_evidence', 0)} cite a turn the conversation "
+        "does not hold and are unscorable)",
         f"- mode `{config['mode']}` (resolved: {results['modes']}), rerank `{config['rerank']}`, "
         f"granularity `{config['granularity']}`, pool (top-k) {config['top_k']}, "
         f"final (answer-k) {config['answer_k']}",

@@ -84,6 +84,7 @@ def _answers(records: Sequence[dict[str, Any]], judge_policy: str) -> dict[str, 
     answered = [r for r in records if "prediction" in r]
     if not answered:
         return None
+    unscorable = sum(1 for r in answered if "answer_scores" not in r)
     scores = aggregate(
         (r["category"], r["answer_scores"]) for r in answered if "answer_scores" in r
     )
@@ -99,7 +100,7 @@ def _answers(records: Sequence[dict[str, Any]], judge_policy: str) -> dict[str, 
             ),
             "invalid_verdicts": len(judged) - len(verdicts),
         }
-    return {"deterministic": scores, "judge": judge}
+    return {"deterministic": scores, "judge": judge, "unscorable": unscorable}
 
 
 def build_results(
@@ -127,6 +128,10 @@ def build_results(
             "questions": len(records),
             "questions_by_category": dict(sorted(by_category.items())),
             "questions_without_evidence": sum(1 for r in records if not r["evidence"]),
+            # Part of the above: evidence naming a turn that was not written (unscorable).
+            "questions_with_unresolved_evidence": sum(
+                1 for r in records if r.get("unresolved_evidence")
+            ),
             "issues": dataset.issues.as_dict(),
         },
         "ingest": {payload["sample_id"]: payload["ingest"] for payload in conversations},

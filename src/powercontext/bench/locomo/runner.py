@@ -147,6 +147,7 @@ async def _search(
         "question": qa.question,
         "answer": qa.answer,
         "evidence": list(qa.evidence),
+        "unresolved_evidence": list(qa.unresolved_evidence),
         "mode": getattr(page, "mode", None),
         "latency_ms": latency_ms,
         "coarse": coarse,
@@ -170,8 +171,11 @@ async def _answer_and_judge(
         )
         record["prediction"] = prediction
         category = record["category"]
-        if category == 5 or record["answer"] is not None:
-            record["answer_scores"] = score_answer(prediction, record["answer"], category).as_dict()
+        # A category 1-4 item without a gold answer cannot be scored, by overlap or by a judge
+        # (the judge would be told the right answer is to abstain): it stays unscored.
+        if category != 5 and record["answer"] is None:
+            return
+        record["answer_scores"] = score_answer(prediction, record["answer"], category).as_dict()
         if judge is not None:
             verdict = await judge_answer(
                 judge, config.judge, record["question"], record["answer"], prediction, category
