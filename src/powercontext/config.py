@@ -320,6 +320,9 @@ class DatabaseConfig(_Group):
         return f"sqlite:///{data_home() / 'powercontext.db'}"
 
 
+BODY_READ_TIMEOUT_SECONDS = 30.0
+
+
 class HttpConfig(_Group):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
@@ -338,6 +341,10 @@ class HttpConfig(_Group):
     """Body limit of remember (one or a batch) and /mcp: parsing JSON holds the GIL and stalls
     every other request, so a larger batch goes to /v1/memory/remember/stream instead (the SDK
     sends it there), which parses a line at a time."""
+    body_read_timeout_seconds: float = Field(default=BODY_READ_TIMEOUT_SECONDS, gt=0)
+    """How long a buffered route waits for the whole body once the headers are in (408
+    beyond, and the connection is closed). uvicorn bounds idle keep-alive connections only:
+    without it a client that stops sending mid-body holds its request and buffer for good."""
     max_remember_stream_bytes: int = Field(default=32 * 1024 * 1024, ge=64 * 1024)
     """Body limit of /v1/memory/remember/stream: the whole batch is held until its one commit,
     parsed (several times its JSON bytes), so this bounds what one call can take; two such

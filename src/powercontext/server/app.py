@@ -108,6 +108,7 @@ def create_app(
         metrics=state.metrics,
         max_body_bytes=settings.http.max_body_bytes,
         max_write_body_bytes=settings.http.max_write_body_bytes,
+        body_read_timeout_seconds=settings.http.body_read_timeout_seconds,
         gate=RequestGate(state.authority, bind_host=settings.http.host),
         streaming_paths=STREAMING_PATHS,
     )

@@ -9,7 +9,8 @@ Two rules, applied to every route (HTTP v1, /ui/api and /mcp alike):
   before its body is read, so an anonymous client cannot make the server buffer and parse
   megabytes (the scope check still happens in the route, which knows the body's scope_id).
 
-It also says how large a body may be (`body_limit`). Parsing JSON holds the GIL, so a large
+It also says how large a body may be (`body_limit`) and how long a streamed one may stall
+(`arriving`). Parsing JSON holds the GIL, so a large
 body a key holder sends stalls every other request for as long as it parses, on the event loop
 or in a thread alike. Write routes, the only ones whose bodies grow with the caller's data,
 get a small limit of their own (HTTP_MAX_WRITE_BODY_BYTES, 1 MiB by default): the SDK splits
@@ -18,10 +19,13 @@ larger batches into several requests.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from starlette.exceptions import HTTPException
 from starlette.types import Scope
 
 from powercontext.server.auth import ApiKeyAuthority, is_loopback
@@ -132,3 +136,25 @@ class RequestGate:
                     401, envelope("unauthorized", str(exc)), ((b"www-authenticate", b"Bearer"),)
                 )
         return None
+
+
+async def arriving(chunks: AsyncIterator[bytes], seconds: float) -> AsyncIterator[bytes]:
+    """A streamed body's chunks, each awaited at most `seconds` (HTTP_BODY_READ_TIMEOUT_SECONDS):
+    a 408 and a closed connection beyond. Per chunk, not for the whole body, since a large
+    import may take longer than that to arrive and still be moving; a stalled one would hold
+    its route (and the stream-write slot) for good."""
+    iterator = aiter(chunks)
+    while True:
+        try:
+            async with asyncio.timeout(seconds):
+                chunk = await anext(iterator)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raise HTTPException(
+                408,
+                f"the request body stalled: no byte for {seconds:g} s "
+                "(POWERCONTEXT_SERVER_HTTP_BODY_READ_TIMEOUT_SECONDS)",
+                headers={"Connection": "close"},
+            ) from None
+        yield chunk

@@ -1,4 +1,5 @@
-"""The outermost ASGI layer: request id, header gate, body limit, access log, metrics, last 500.
+"""The outermost ASGI layer: request id, header gate, body limit and deadline, access log,
+metrics, last 500.
 
 Pure ASGI (no BaseHTTPMiddleware): it wraps `send` once and buffers the body once, which
 keeps the per-request overhead small. It runs inside Starlette's ServerErrorMiddleware, so it
@@ -8,6 +9,7 @@ the request id.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -18,6 +20,7 @@ from typing import Any
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from powercontext.config import BODY_READ_TIMEOUT_SECONDS
 from powercontext.server.errors import envelope
 from powercontext.server.gate import BodyLimit, RequestGate, body_limit
 from powercontext.server.metrics import ServerMetrics
@@ -62,6 +65,10 @@ class _TooLarge(Exception):
         self.limit = limit
 
 
+class _SlowBody(Exception):
+    pass
+
+
 class RequestContextMiddleware:
     def __init__(
         self,
@@ -72,6 +79,7 @@ class RequestContextMiddleware:
         max_write_body_bytes: int | None = None,
         gate: RequestGate | None = None,
         streaming_paths: frozenset[str] = frozenset(),
+        body_read_timeout_seconds: float = BODY_READ_TIMEOUT_SECONDS,
     ) -> None:
         self.app = app
         # Their routes read the body as a stream and bound it themselves (e.g. per line).
@@ -80,6 +88,7 @@ class RequestContextMiddleware:
         self.max_body_bytes = max_body_bytes
         self.max_write_body_bytes = max_write_body_bytes or max_body_bytes
         self.gate = gate
+        self.body_read_timeout_seconds = body_read_timeout_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -130,6 +139,22 @@ class RequestContextMiddleware:
                 413,
                 envelope("payload_too_large", message + split, {"max_bytes": exc.limit.max_bytes}),
             )
+        except _SlowBody:
+            # uvicorn bounds only idle keep-alive connections: a body that stops arriving
+            # would hold this task and its buffer for good. The connection is not reusable
+            # (the rest of the body may still come), so it is closed after the answer.
+            status = 408
+            waited = f"{self.body_read_timeout_seconds:g}"
+            await _send_error(
+                send_with_id,
+                408,
+                envelope(
+                    "bad_request",
+                    f"the request body did not arrive within {waited} s "
+                    "(POWERCONTEXT_SERVER_HTTP_BODY_READ_TIMEOUT_SECONDS)",
+                ),
+                ((b"connection", b"close"),),
+            )
         except ClientDisconnect:
             # The client left mid-body: nothing was committed and no one reads an answer.
             status = CLIENT_CLOSED
@@ -174,17 +199,22 @@ class RequestContextMiddleware:
             raise _TooLarge(limit)  # decided from the header: not one body byte is read
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit.max_bytes:
-                raise _TooLarge(limit)  # chunked: enforced while streaming
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.body_read_timeout_seconds):  # the whole body
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        # Not a short body to hand on: the route would parse a truncated one.
+                        raise ClientDisconnect
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit.max_bytes:
+                        raise _TooLarge(limit)  # chunked: enforced while streaming
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            raise _SlowBody from None
         return b"".join(chunks)
 
 

@@ -23,6 +23,7 @@ from powercontext.memory.transfer import split_lines
 from powercontext.memory.values import IdempotencyKey, ScopeId
 from powercontext.server import translate
 from powercontext.server.calls import Call
+from powercontext.server.gate import arriving
 from powercontext.server.schemas import (
     _EXPECTED,
     _IDEMPOTENCY,
@@ -72,7 +73,8 @@ async def _entries(
     max_bytes = settings.http.max_remember_stream_bytes
     requests: list[RememberMemoryRequest] = []
     number = 0
-    async for line in split_lines(_bounded(request.stream(), max_bytes)):
+    body = arriving(request.stream(), settings.http.body_read_timeout_seconds)
+    async for line in split_lines(_bounded(body, max_bytes)):
         number += 1
         if number == 1:
             # Editors on Windows save JSON lines with a BOM; the JSON route accepts one too.

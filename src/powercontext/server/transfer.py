@@ -27,6 +27,7 @@ from powercontext.memory.transfer import (
 )
 from powercontext.memory.values import ScopeId
 from powercontext.server.calls import Call
+from powercontext.server.gate import arriving
 from powercontext.server.schemas import (
     MAX_REVISION,
     AsOfRevision,
@@ -231,6 +232,8 @@ async def export_scope(call: Call, request: Request) -> Response:
 async def import_scope(call: Call, request: Request) -> Response:
     query = query_of(ImportQuery, request)
     memory = call.memory(query.scope_id)
-    result = await memory.import_lines(split_lines(request.stream()), on_existing=query.on_existing)
+    seconds = call.runtime.settings.http.body_read_timeout_seconds
+    lines = split_lines(arriving(request.stream(), seconds))
+    result = await memory.import_lines(lines, on_existing=query.on_existing)
     answer = ImportResponse.model_validate(result.model_dump())
     return Response(answer.model_dump_json(), media_type="application/json")

@@ -23,7 +23,8 @@ from powercontext.memory.search.analyze import AnalyzerConfig
 log = logging.getLogger("powercontext.memory")
 
 UNKNOWN_PROFILE = "unknown: indexed before index profiles were recorded"
-"""Recorded for a scope that held entries before its first recorded write."""
+"""What a scope with entries but no recorded profile reports: whoever wrote its first
+revision did not record one (code from before profiles, or a failed bookkeeping write)."""
 
 
 def index_profile(index: IndexTextConfig, analyzer: AnalyzerConfig) -> str:
@@ -54,30 +55,31 @@ def profile_id(profile: str) -> str:
 
 
 class IndexProfiles:
-    """The profile each scope was indexed under; `current` is this process's. A write records
-    a scope's profile once per process; a stale scope is searched as it is, and logged once
-    per process."""
+    """The profile each scope was indexed under; `current` is this process's. A scope's first
+    write records it; a stale scope is searched as it is, and logged once per process."""
 
     def __init__(self, store: MemoryStore, current: str) -> None:
         self.store = store
         self.current = current
-        self._recorded: dict[str, str] = {}
+        self._unrecorded: set[str] = set()
         self._warned: set[str] = set()
 
     async def record(self, scope_id: str, revision: int) -> None:
-        """After a write: a new scope records the current profile; a scope that held entries
-        before any was recorded gets UNKNOWN_PROFILE, so it reports stale until rebuilt."""
-        if scope_id in self._recorded:
+        """After a write. Only the writer of revision 1 knows the profile of the whole index:
+        the scope was empty before it. A later writer cannot tell (the earlier revisions may
+        come from code that predates profiles), so it writes nothing: a scope with entries
+        and no profile reports UNKNOWN_PROFILE until rebuilt. Writing UNKNOWN_PROFILE instead
+        would race with (and could overwrite) the record of the revision 1 writer, whose
+        write may still be in flight in this process or another."""
+        if revision != 1 and scope_id not in self._unrecorded:
             return
         try:
-            recorded = await self.store.index_profile(scope_id)
-            if recorded is None:
-                recorded = self.current if revision == 1 else UNKNOWN_PROFILE
-                await self.store.set_index_profile(scope_id, recorded)
-        except Exception as exc:  # bookkeeping only: the write stands
+            await self.store.set_index_profile(scope_id, self.current)
+        except Exception as exc:  # bookkeeping only: the write stands; our next write retries
+            self._unrecorded.add(scope_id)
             log.warning("recording the index profile failed (%s)", type(exc).__name__)
             return
-        self._recorded[scope_id] = recorded
+        self._unrecorded.discard(scope_id)
 
     async def recorded(self, scope_id: str) -> str | None:
         """The profile the scope's index was derived under (None: an empty scope). Read from
@@ -107,7 +109,7 @@ class IndexProfiles:
 
     async def mark_rebuilt(self, scope_id: str) -> None:
         await self.store.set_index_profile(scope_id, self.current)
-        self._recorded[scope_id] = self.current
+        self._unrecorded.discard(scope_id)
         self._warned.discard(scope_id)
 
     async def stale_scopes(self) -> list[str]:

@@ -12,8 +12,9 @@ Deleted is not yet gone from the disk. Three things make it so:
   neighbours' tokens are re-derived;
 - in WAL mode the old pages also sit in the -wal file, so `scrub` checkpoints it and truncates
   it to zero bytes (`wal_checkpoint(TRUNCATE)`). A reader holding an older snapshot (another
-  process) can keep the checkpoint from completing; that is logged, and the next erasure's
-  scrub, or any later checkpoint, finishes it.
+  process) can keep the checkpoint from completing; that is logged, and the writer's WAL size
+  limit drops to 0, so that the first commit after a later checkpoint restarts the log cuts
+  the old frames off the file (a restart alone overwrites the log from its start in place).
 `scopes.erasures` counts the scope's erasures, so every process's in-memory BM25 and vector
 caches (which hold tokens and vectors) drop the scope on their next refresh.
 """
@@ -139,9 +140,15 @@ def checkpoint(conn: sqlite3.Connection, target: str) -> None:
     """Copy the WAL into the database and truncate it; outside any transaction."""
     busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
     if busy:
+        # A later checkpoint (the automatic ones are PASSIVE) lets the next write restart
+        # the log from its first frame but keeps the file's length: the erased pages stayed
+        # in its tail, past the frames written since. With no size limit, the first commit
+        # after the restart cuts the file to what it wrote (only this, the writer, restarts it).
+        conn.execute("PRAGMA journal_size_limit = 0")
         log.warning(
             "after an erasure, the WAL of %s could not be truncated: a reader holds an older "
-            "snapshot; its pages stay until the next checkpoint",
+            "snapshot; its pages stay until a checkpoint completes and the next write "
+            "restarts the log",
             target,
         )
 

@@ -356,5 +356,10 @@ class TermCache:
         self._scopes.clear()
 
     def drop(self, scope_id: str) -> None:
-        """Forget a scope's cached postings (after an erasure in this process)."""
-        self._scopes.drop(lambda key: key == scope_id)
+        """Forget a scope's cached postings (after an erasure in this process), once no
+        refresh of them is in flight. Such a refresh read the scope before the erasure and
+        would write its snapshot, erased tokens included, after the caller deleted the
+        snapshot files; any later refresh reads the erasure first and starts afresh."""
+        for dropped in self._scopes.drop(lambda key: key == scope_id):
+            with dropped.lock:
+                pass

@@ -36,8 +36,8 @@ class LruCache(Generic[K, V]):
         with self._lock:
             self._values.clear()
 
-    def drop(self, matches: Callable[[K], bool]) -> None:
-        """Forget every value whose key `matches`."""
+    def drop(self, matches: Callable[[K], bool]) -> list[V]:
+        """Forget every value whose key `matches`; returns them."""
         with self._lock:
-            for key in [key for key in self._values if matches(key)]:
-                del self._values[key]
+            keys = [key for key in self._values if matches(key)]
+            return [self._values.pop(key) for key in keys]

@@ -373,5 +373,10 @@ class VectorCache:
         self._matrices.clear()
 
     def drop(self, scope_id: str) -> None:
-        """Forget every cached matrix of a scope (after an erasure in this process)."""
-        self._matrices.drop(lambda key: key[0] == scope_id)
+        """Forget every cached matrix of a scope (after an erasure in this process), once no
+        refresh of them is in flight: such a refresh read the scope before the erasure and
+        would write its snapshot, erased vectors included, after the caller deleted the
+        snapshot files (the same race as TermCache.drop)."""
+        for dropped in self._matrices.drop(lambda key: key[0] == scope_id):
+            with dropped.lock:
+                pass
