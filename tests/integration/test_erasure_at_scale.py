@@ -16,6 +16,9 @@ import random
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from powercontext.inference.embeddings.hashing import HashingEmbedder
 from powercontext.memory.erasure import ForgetScopeRequest
@@ -115,56 +118,24 @@ async def test_forget_in_a_scope_of_thousands_leaves_no_piece_of_the_text(
         await store.close()
 
 
-async def test_a_search_filling_the_postings_during_forget_writes_no_erased_token(
-    tmp_path: Path,
+@pytest.mark.parametrize("mode", ["fts", "vector"])
+async def test_a_search_filling_its_cache_during_forget_writes_nothing_erased(
+    tmp_path: Path, mode: str
 ) -> None:
-    """A refresh that read the scope before the erasure committed used to write its postings
-    snapshot, erased token included, after the erasure had deleted the snapshot files."""
-    directory = tmp_path / "db"
-    store = await SqliteMemoryStore.open(
-        directory / "memory.sqlite3", index=IndexOptions(snapshot_min_rows=100)
-    )
-    reached, release = threading.Event(), threading.Event()
-    save = term_snapshots.save
-
-    def held_save(terms: object) -> None:
-        reached.set()
-        release.wait(10)
-        save(terms)  # type: ignore[arg-type]
-
-    try:
-        memory = MemoryService(store).for_scope("s")
-        written = await memory.remember(RememberMemoryRequest(text=f"my {EARLY} words"))
-        await memory.remember_many([RememberMemoryRequest(text=f"filler {i}") for i in range(300)])
-        term_snapshots.save = held_save  # type: ignore[assignment]
-        search = asyncio.create_task(memory.search(SearchMemoryRequest(query="filler", mode="fts")))
-        assert await asyncio.to_thread(reached.wait, 10)  # it read the entry, not saved yet
-        forget = asyncio.create_task(memory.forget(written.entries[0].entry_id))
-        await asyncio.sleep(0.2)
-        release.set()
-        await asyncio.gather(search, forget)
-        assert _found(_on_disk(directory), EARLY) == []
-    finally:
-        term_snapshots.save = save
-        release.set()
-        await store.close()
-
-
-async def test_a_vector_search_filling_its_matrix_during_forget_writes_no_erased_vector(
-    tmp_path: Path,
-) -> None:
-    """The vector twin of the postings race: a matrix refresh that read the scope before the
-    erasure committed used to write its snapshot, the erased vector included, afterwards."""
+    """A refresh of the postings (fts) or of the vector matrix that read the scope before the
+    erasure committed used to write its snapshot, erased token or vector included, after the
+    erasure had deleted the snapshot files."""
     directory = tmp_path / "db"
     path = directory / "memory.sqlite3"
     store = await SqliteMemoryStore.open(path, index=IndexOptions(snapshot_min_rows=100))
+    snapshots: Any = term_snapshots if mode == "fts" else vector_snapshots
     reached, release = threading.Event(), threading.Event()
-    save = vector_snapshots.save
+    save = snapshots.save
 
-    def held_save(matrix: object) -> None:
+    def held_save(cache: object) -> None:
         reached.set()
         release.wait(10)
-        save(matrix)  # type: ignore[arg-type]
+        save(cache)
 
     try:
         memory = MemoryService(store, embedder=HashingEmbedder()).for_scope("s")
@@ -172,22 +143,24 @@ async def test_a_vector_search_filling_its_matrix_during_forget_writes_no_erased
         await memory.remember_many([RememberMemoryRequest(text=f"filler {i}") for i in range(300)])
         entry = written.entries[0]
         with sqlite3.connect(path) as raw:
-            (erased,) = raw.execute(
+            (vector,) = raw.execute(
                 "SELECT v.vector FROM entry_vectors v JOIN entry_versions e ON e.key = v.key "
                 "WHERE e.entry_id = ?",
                 (entry.entry_id,),
             ).fetchone()
-        vector_snapshots.save = held_save  # type: ignore[assignment]
-        query = SearchMemoryRequest(query="filler", mode="vector")
+        snapshots.save = held_save
+        query = SearchMemoryRequest(query="filler", mode=mode)  # type: ignore[arg-type]
         search = asyncio.create_task(memory.search(query))
         assert await asyncio.to_thread(reached.wait, 10)  # it read the entry, not saved yet
         forget = asyncio.create_task(memory.forget(entry.entry_id))
         await asyncio.sleep(0.2)
         release.set()
         await asyncio.gather(search, forget)
-        assert bytes(erased) not in _on_disk(directory)
+        left = _on_disk(directory)
+        assert _found(left, EARLY) == []
+        assert bytes(vector) not in left
     finally:
-        vector_snapshots.save = save
+        snapshots.save = save
         release.set()
         await store.close()
 
