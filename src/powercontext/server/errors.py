@@ -43,6 +43,22 @@ _STORAGE_CAUSES = (
     ("SQLITE_BUSY", "the storage is busy"),
     ("SQLITE_LOCKED", "the storage is busy"),
 )
+# PostgreSQL's conditions (storage.postgres.errors names them). A connection lost during the
+# server's COMMIT leaves the write's fate unknown, so these answers do not claim either way.
+_POSTGRES_CAUSES = (
+    ("disk is full", "the database server's disk is full"),
+    ("is read-only", "the database is read-only"),
+    ("lock was not granted", "the database is busy (lock timeout)"),
+    ("statement was cancelled", "the database cancelled the statement (statement timeout)"),
+    ("rolled the transaction back", "the database rolled the transaction back"),
+    ("no free connection slots", "the database server has no free connection"),
+    ("no pooled connection", "no database connection is free"),
+    ("connection to the database server was lost", "the database connection was lost"),
+    ("closed the connection", "the database connection was lost"),
+    ("no PostgreSQL server answers", "the database server is unreachable"),
+    ("starting up or shutting down", "the database server is restarting"),
+)
+_POSTGRES = "PostgreSQL storage failed"
 
 # Codes of framework-level HTTP errors (unknown route, wrong method, unreadable body).
 _HTTP_STATUS_CODES = {spec.status: spec.code for spec in ERRORS if spec.framework_status}
@@ -65,7 +81,13 @@ def error_response(
 
 
 def _storage_message(exc: StorageError) -> str:
+    """A safe summary: the full text (which names files, URLs and server lines) is logged."""
     text = str(exc)
+    if text.startswith(_POSTGRES):
+        for marker, cause in _POSTGRES_CAUSES:
+            if marker in text:
+                return f"{cause}; retry (the server's log has the details)"
+        return "the database failed; retry (the server's log has the details)"
     for marker, cause in _STORAGE_CAUSES:
         if marker in text:
             return f"{cause}; the write was not applied"

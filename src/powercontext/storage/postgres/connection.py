@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import psycopg
 from psycopg import AsyncConnection
@@ -62,17 +62,28 @@ def split_url(url: str, options: PostgresOptions | None = None) -> tuple[str, Po
             kept.append((name, value))
     if chosen.min_size > chosen.max_size:
         raise ConfigurationError(f"{URL_VARIABLE}: pool_min_size exceeds pool_max_size")
-    conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(kept), ""))
+    # Not urlunsplit: it drops the `//` of an empty host (`postgresql:///db?host=/run/...`,
+    # the unix socket form), and libpq then reads the rest as a key=value string. Spaces as
+    # %20: libpq reads a `+` literally (`options=-ca=1 -cb=2` would set a to `1+-cb=2`).
+    query = urlencode(kept, quote_via=quote)
+    conninfo = f"postgresql://{parts.netloc}{parts.path}" + (f"?{query}" if query else "")
     return conninfo, chosen
 
 
 def redact(conninfo: str) -> str:
-    """The URL without its password, for messages."""
+    """The URL without its password (in the user part or a `password=` parameter), for
+    messages and logs."""
     parts = urlsplit(conninfo)
-    if parts.password is None:
-        return conninfo
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
+    query = "&".join(
+        f"{name}=***" if name.lower() == "password" else item
+        for item in parts.query.split("&")
+        if item
+        for name in [item.split("=", 1)[0]]
+    )
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
 async def connect(conninfo: str, timeout_seconds: float) -> AsyncConnection[TupleRow]:

@@ -225,9 +225,9 @@ async def applied_version(conn: AsyncConnection[TupleRow]) -> int:
     return int(row[0]) if row else 0
 
 
-async def migrate(conn: AsyncConnection[TupleRow]) -> list[int]:
+async def migrate(conn: AsyncConnection[TupleRow], where: str = "this database") -> list[int]:
     """Apply every pending migration on an autocommit connection; returns the versions applied
-    by this call (empty when the schema was current)."""
+    by this call (empty when the schema was current). `where` names the database in errors."""
     version = await applied_version(conn)
     ddl.check_not_newer(version, SCHEMA_VERSION)
     applied: list[int] = []
@@ -243,10 +243,11 @@ async def migrate(conn: AsyncConnection[TupleRow]) -> list[int]:
                 try:
                     await conn.execute(statement)
                 except errors.InsufficientPrivilege as exc:
+                    said = " ".join(str(exc).split())  # one line: the server adds a HINT line
                     raise StorageError(
                         f"schema migration {version + 1} needs a privilege this role lacks "
-                        f"({exc.sqlstate}: {exc}); if it is CREATE EXTENSION vector, run it "
-                        "once as a superuser in this database"
+                        f"({exc.sqlstate}: {said}); if it is CREATE EXTENSION vector, run it "
+                        f"once as a superuser in {where}"
                     ) from exc
             version += 1
             await conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 import numpy as np
 import psycopg
@@ -40,7 +40,7 @@ from powercontext.memory.ports import (
 from powercontext.storage.common import query_array, unit_vectors, validate_plan
 from powercontext.storage.filter_sql import filter_sql
 from powercontext.storage.postgres import erasure, fts_search, reads, vectors, writes
-from powercontext.storage.postgres.connection import PostgresOptions, connect, split_url
+from powercontext.storage.postgres.connection import PostgresOptions, connect, redact, split_url
 from powercontext.storage.postgres.errors import is_unique_violation, storage_error
 from powercontext.storage.postgres.schema import migrate
 
@@ -62,9 +62,9 @@ async def upgrade(url: str) -> list[int]:
     conninfo, options = split_url(url)
     conn = await connect(conninfo, options.timeout_seconds)
     try:
-        return await migrate(conn)
+        return await migrate(conn, redact(conninfo))
     except psycopg.Error as exc:
-        raise storage_error(exc, "migrating the schema") from exc
+        raise storage_error(exc, f"migrating the schema of {redact(conninfo)}") from exc
     finally:
         await conn.close()
 
@@ -97,10 +97,10 @@ class PostgresMemoryStore:
         conninfo, chosen = split_url(url, options)
         conn = await connect(conninfo, chosen.timeout_seconds)
         try:
-            await migrate(conn)
+            await migrate(conn, redact(conninfo))
             oid = await vectors.vector_oid(conn)
         except psycopg.Error as exc:
-            raise storage_error(exc, "migrating the schema") from exc
+            raise storage_error(exc, f"migrating the schema of {redact(conninfo)}") from exc
         finally:
             await conn.close()
         dumper = vectors.dumper_for(oid)
@@ -123,7 +123,7 @@ class PostgresMemoryStore:
             await pool.open(wait=True, timeout=chosen.timeout_seconds)
         except psycopg.Error as exc:
             await pool.close()
-            raise storage_error(exc, "opening the connection pool") from exc
+            raise storage_error(exc, f"opening the connection pool to {redact(conninfo)}") from exc
         return cls(pool, chosen)
 
     async def __aenter__(self) -> PostgresMemoryStore:
@@ -134,10 +134,21 @@ class PostgresMemoryStore:
 
     @asynccontextmanager
     async def _connection(self, doing: str) -> AsyncIterator[AsyncConnection[TupleRow]]:
+        lost = False
         try:
             async with self._pool.connection() as conn:
-                yield conn
+                try:
+                    yield conn
+                except psycopg.Error:
+                    lost = conn.broken or conn.closed
+                    raise
         except psycopg.Error as exc:
+            if lost:
+                # After a restart or failover every idle pooled connection is dead, and the
+                # pool finds out only by lending each one: without this check the next
+                # pool_max_size operations would all fail although the server is back.
+                with suppress(psycopg.Error):
+                    await self._pool.check()
             raise storage_error(exc, doing) from exc
 
     async def head(self, scope_id: str) -> int | None:
@@ -342,6 +353,9 @@ class PostgresMemoryStore:
         if not items:
             return
         dimension, rows = unit_vectors(items)
+        # One lock order for every writer: two calls upserting overlapping keys in opposite
+        # orders (two backfills) deadlock, and the server rolls one of them back (40P01).
+        rows = sorted(dict(rows).items(), key=lambda row: row[0])
         async with self._connection(f"storing {len(rows)} vectors") as conn:
             indexed = self._indexed.get(profile_id)
             if indexed is None and profile_id in self._deferred:
