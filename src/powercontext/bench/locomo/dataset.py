@@ -9,11 +9,37 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+# Re-exported: the loader's public surface predates the split into these modules.
+from powercontext.bench.locomo.dataset_issues import DatasetIssues
+from powercontext.bench.locomo.evidence_ids import (
+    canonical_dia_id,
+    normalize_evidence,
+    resolve_evidence,
+)
+from powercontext.bench.locomo.session_dates import parse_session_date
+
+__all__ = [
+    "CATEGORY_NAMES",
+    "SCORED_CATEGORIES",
+    "Conversation",
+    "Dataset",
+    "DatasetError",
+    "DatasetIssues",
+    "QAItem",
+    "Session",
+    "Turn",
+    "canonical_dia_id",
+    "load_dataset",
+    "normalize_evidence",
+    "parse_dataset",
+    "parse_session_date",
+    "resolve_evidence",
+]
 
 CATEGORY_NAMES: dict[int, str] = {
     1: "multi-hop",
@@ -29,23 +55,6 @@ SCORED_CATEGORIES: tuple[int, ...] = (1, 2, 3, 4)
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _DATE_KEY = re.compile(r"session_(\d+)_date_time")
-# `D:11:26` (conv-43) is `D11:26` with a stray colon: the optional `:` after `D` repairs it.
-_EVIDENCE_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
-_EVIDENCE_SEPARATORS = re.compile(r"[;,\s]+")
-# `1:56 pm on 8 May, 2023`: parsed by hand, not strptime, so the month names and am/pm do not
-# depend on the process locale (`%B` and `%p` follow LC_TIME).
-_SESSION_DATE = re.compile(
-    r"(\d{1,2}):(\d{2})\s*([ap])\.?\s*m\.?\s+on\s+(\d{1,2})\s+([a-z]+)\.?,?\s+(\d{4})",
-    re.IGNORECASE,
-)
-_MONTH_NAMES = (
-    "january february march april may june july august september october november december"
-).split()
-_MONTHS = {
-    **{name: number for number, name in enumerate(_MONTH_NAMES, start=1)},
-    **{name[:3]: number for number, name in enumerate(_MONTH_NAMES, start=1)},
-    "sept": 9,
-}
 
 
 class DatasetError(ValueError):
@@ -90,23 +99,6 @@ class Session:
         return parse_session_date(self.date_time)
 
 
-def parse_session_date(value: str | None) -> datetime | None:
-    """`1:56 pm on 8 May, 2023` -> 2023-05-08T13:56Z. The file names no time zone: UTC is the
-    harness's convention, so every entry of a run is on one clock. None when unparseable."""
-    match = _SESSION_DATE.fullmatch(value.strip()) if value else None
-    if match is None:
-        return None
-    hour, minute, half, day, month_name, year = match.groups()
-    month = _MONTHS.get(month_name.lower())
-    if month is None or not 1 <= int(hour) <= 12:
-        return None
-    hour24 = int(hour) % 12 + (12 if half.lower() == "p" else 0)
-    try:
-        return datetime(int(year), month, int(day), hour24, int(minute), tzinfo=UTC)
-    except ValueError:  # 31 June, minute 75
-        return None
-
-
 @dataclass(frozen=True, slots=True)
 class QAItem:
     index: int
@@ -147,26 +139,6 @@ class Conversation:
             if session.number == number:
                 return session
         return None
-
-
-@dataclass(slots=True)
-class DatasetIssues:
-    """Counts of every quirk met while loading, with a few examples of each for the report."""
-
-    counts: Counter[str] = field(default_factory=Counter)
-    examples: dict[str, list[str]] = field(default_factory=dict)
-
-    def note(self, kind: str, example: str, limit: int = 5) -> None:
-        self.counts[kind] += 1
-        shown = self.examples.setdefault(kind, [])
-        if len(shown) < limit:
-            shown.append(example)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "counts": dict(sorted(self.counts.items())),
-            "examples": {kind: list(values) for kind, values in sorted(self.examples.items())},
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,64 +333,3 @@ def _answer_text(value: Any, where: str, key: str, issues: DatasetIssues) -> str
         issues.note(f"non_string_{key}", f"{where} {value!r}")
         return str(value)
     return value.strip() or None
-
-
-def canonical_dia_id(value: str) -> str | None:
-    """`D30:05` -> `D30:5`, `D:11:26` -> `D11:26`; None when the value is not one dia id."""
-    match = _EVIDENCE_ID.fullmatch(value.strip())
-    if match is None:
-        return None
-    return f"D{int(match.group(1))}:{int(match.group(2))}"
-
-
-def normalize_evidence(
-    raw: list[str], known: set[str], issues: DatasetIssues, where: str
-) -> tuple[str, ...]:
-    """The known ids of `raw`: see `resolve_evidence`."""
-    return resolve_evidence(raw, known, issues, where)[0]
-
-
-def _evidence_parts(item: str) -> list[str]:
-    """One id (`D30:05`, `D 4 : 7`) as is; anything else split on `;`, `,` and blanks, so the
-    good ids of `"D8:6; D"` survive its junk part."""
-    if canonical_dia_id(item) is not None:
-        return [item.strip()]
-    return [part for part in _EVIDENCE_SEPARATORS.split(item.strip()) if part]
-
-
-def resolve_evidence(
-    raw: list[str],
-    known: set[str],
-    issues: DatasetIssues,
-    where: str,
-    unwritten: set[str] | None = None,
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Split joined ids, canonicalise them, and sort them into (known ids, ids naming no turn
-    of `known`), both deduplicated in the file's order. Parts that are no id at all (`"D"`)
-    cite nothing and are only counted. `unwritten` holds ids of turns in the file that could
-    not be written (no text), counted apart from ids the file does not have."""
-    kept: list[str] = []
-    unresolved: list[str] = []
-    for item in raw:
-        parts = _evidence_parts(item)
-        if len(parts) > 1:
-            issues.note("evidence_split", f"{where} {item!r}")
-        if not parts:
-            issues.note("evidence_unparseable", f"{where} {item!r}")
-        for part in parts:
-            canonical = canonical_dia_id(part)
-            if canonical is None:
-                issues.note("evidence_unparseable", f"{where} {part!r}")
-                continue
-            if canonical != part:
-                issues.note("evidence_reformatted", f"{where} {part!r} -> {canonical}")
-            if canonical in kept or canonical in unresolved:
-                issues.note("evidence_duplicate", f"{where} {canonical}")
-                continue
-            if canonical not in known:
-                kind = "evidence_unwritten_turn" if canonical in (unwritten or ()) else None
-                issues.note(kind or "evidence_unknown_id", f"{where} {canonical}")
-                unresolved.append(canonical)
-                continue
-            kept.append(canonical)
-    return tuple(kept), tuple(unresolved)

@@ -1,23 +1,20 @@
 """PostgresMemoryStore: the MemoryStore on PostgreSQL (tsvector + GIN, pgvector + HNSW).
 
-Every call borrows a connection from one psycopg AsyncConnectionPool (autocommit; explicit
-transactions where a call needs one), so the event loop never blocks on the database. No
-statement is prepared server-side: plans are made with the actual scope and revision, which
-is what lets the planner choose between HNSW and an exact scan per scope (and keeps the store
-usable behind a transaction-pooling PgBouncer).
+Every call borrows a connection from the store's pool (storage.postgres.pool, which also
+opens it after migrating) and hands the statements to `reads`, `writes`, `fts_search`,
+`vectors` and `erasure`. What stays here is what needs the store's memory across calls: the
+choice between a graph walk and an exact scan, and the hints that spare repeated scans.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 
 import numpy as np
 import psycopg
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
-from psycopg_pool import AsyncConnectionPool
 
 from powercontext.memory.errors import MemoryValidationError, NotFoundError, RevisionConflictError
 from powercontext.memory.models import MemoryChange
@@ -40,90 +37,35 @@ from powercontext.memory.ports import (
 from powercontext.storage.common import query_array, unit_vectors, validate_plan
 from powercontext.storage.filter_sql import filter_sql
 from powercontext.storage.postgres import erasure, fts_search, reads, vectors, writes
-from powercontext.storage.postgres.connection import PostgresOptions, connect, redact, split_url
-from powercontext.storage.postgres.errors import is_unique_violation, storage_error
-from powercontext.storage.postgres.schema import migrate
+from powercontext.storage.postgres.connection import PostgresOptions
+from powercontext.storage.postgres.errors import is_unique_violation
+from powercontext.storage.postgres.pool import BoundedHints, Pool, borrow, open_pool, upgrade
 
-_CACHE_LIMIT = 4096
-
-
-class _Bounded(OrderedDict[tuple[str, str], int]):
-    """A small LRU map; what it holds is a hint that is re-derived when evicted."""
-
-    def remember(self, key: tuple[str, str], value: int) -> None:
-        self[key] = value
-        self.move_to_end(key)
-        while len(self) > _CACHE_LIMIT:
-            self.popitem(last=False)
-
-
-async def upgrade(url: str) -> list[int]:
-    """Apply pending schema migrations (`powercontext db upgrade`); the versions applied."""
-    conninfo, options = split_url(url)
-    conn = await connect(conninfo, options.timeout_seconds)
-    try:
-        return await migrate(conn, redact(conninfo))
-    except psycopg.Error as exc:
-        raise storage_error(exc, f"migrating the schema of {redact(conninfo)}") from exc
-    finally:
-        await conn.close()
+__all__ = ["PostgresMemoryStore", "upgrade"]
 
 
 class PostgresMemoryStore:
     """Durable, revisioned Memory in PostgreSQL. Open with `await open(url)`."""
 
-    def __init__(
-        self,
-        pool: AsyncConnectionPool[AsyncConnection[TupleRow]],
-        options: PostgresOptions | None = None,
-    ) -> None:
+    def __init__(self, pool: Pool, options: PostgresOptions | None = None) -> None:
         self._pool = pool
         self.options = options or PostgresOptions()
         self._indexed: dict[str, int] = {}
         self._casts = vectors.IndexCasts()
         self._deferred: set[str] = set()  # profiles whose index waits for the end of a bulk load
-        self._dimensions = _Bounded()
+        self._dimensions = BoundedHints()
         # (scope, profile) -> a revision at which every active version had a vector. Vectors
         # are never deleted and revisions never change, so this stays true in every process.
-        self._embedded_through = _Bounded()
+        self._embedded_through = BoundedHints()
         # (scope, profile) -> a key below which every version active at the head has a vector.
         # A scope's keys are drawn under its commit lock, so later versions get larger keys;
         # this is what lets `reindex` page through a million versions without rescanning.
-        self._missing_from = _Bounded()
+        self._missing_from = BoundedHints()
 
     @classmethod
     async def open(cls, url: str, *, options: PostgresOptions | None = None) -> PostgresMemoryStore:
         """Connect, apply pending migrations and open the pool."""
-        conninfo, chosen = split_url(url, options)
-        conn = await connect(conninfo, chosen.timeout_seconds)
-        try:
-            await migrate(conn, redact(conninfo))
-            oid = await vectors.vector_oid(conn)
-        except psycopg.Error as exc:
-            raise storage_error(exc, f"migrating the schema of {redact(conninfo)}") from exc
-        finally:
-            await conn.close()
-        dumper = vectors.dumper_for(oid)
-
-        async def configure(new: AsyncConnection[TupleRow]) -> None:
-            new.adapters.register_dumper(np.ndarray, dumper)
-            await new.execute("SET TIME ZONE 'UTC'")
-
-        pool: AsyncConnectionPool[AsyncConnection[TupleRow]] = AsyncConnectionPool(
-            conninfo,
-            min_size=chosen.min_size,
-            max_size=chosen.max_size,
-            timeout=chosen.timeout_seconds,
-            kwargs={"autocommit": True, "prepare_threshold": None},
-            configure=configure,
-            open=False,
-            name="powercontext",
-        )
-        try:
-            await pool.open(wait=True, timeout=chosen.timeout_seconds)
-        except psycopg.Error as exc:
-            await pool.close()
-            raise storage_error(exc, f"opening the connection pool to {redact(conninfo)}") from exc
+        pool, chosen = await open_pool(url, options)
         return cls(pool, chosen)
 
     async def __aenter__(self) -> PostgresMemoryStore:
@@ -132,24 +74,8 @@ class PostgresMemoryStore:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    @asynccontextmanager
-    async def _connection(self, doing: str) -> AsyncIterator[AsyncConnection[TupleRow]]:
-        lost = False
-        try:
-            async with self._pool.connection() as conn:
-                try:
-                    yield conn
-                except psycopg.Error:
-                    lost = conn.broken or conn.closed
-                    raise
-        except psycopg.Error as exc:
-            if lost:
-                # After a restart or failover every idle pooled connection is dead, and the
-                # pool finds out only by lending each one: without this check the next
-                # pool_max_size operations would all fail although the server is back.
-                with suppress(psycopg.Error):
-                    await self._pool.check()
-            raise storage_error(exc, doing) from exc
+    def _connection(self, doing: str) -> AbstractAsyncContextManager[AsyncConnection[TupleRow]]:
+        return borrow(self._pool, doing)
 
     async def head(self, scope_id: str) -> int | None:
         async with self._connection("reading the head") as conn:

