@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Final, Literal, TypedDict, Unpack
 
-from pydantic import BaseModel, Field, StrictInt, WithJsonSchema, create_model
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, WithJsonSchema, create_model
 from pydantic_ai import (
     Agent,
     AgentRunError,
@@ -70,9 +70,12 @@ if TYPE_CHECKING:
 
 
 # The only output the reranker accepts. Strict ints: "3", 3.0 or true are invalid, so the model is
-# asked again rather than having its answer guessed. No docstring: pydantic-ai would send it to
-# the model as part of the tool description.
+# asked again rather than having its answer guessed. Extra keys are invalid too: the schema sent
+# says `additionalProperties: false`, and the RFC's schema holds the ranks and nothing else.
+# No docstring: pydantic-ai would send it to the model as part of the tool description.
 class RankSelection(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     ranks: list[StrictInt] = Field(
         description=(
             "Ranks of the selected candidates, best first, each at most once; "

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.values import (
@@ -174,7 +174,8 @@ class InferenceUsage(_Frozen):
 class MemoryRerankDecision(_Frozen):
     """What a reranker returns: raw 1-based ranks into the pool, before normalization."""
 
-    selected_ranks: tuple[int, ...]
+    selected_ranks: tuple[StrictInt, ...]
+    """Strict: `True` is an int in Python and "2" or 2.0 would coerce, but none is a rank."""
     usage: InferenceUsage = InferenceUsage()
     truncated_ranks: tuple[int, ...] = ()
     degraded: bool = False

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import Literal
 
+from pydantic import ValidationError
+
 from powercontext.memory.bounds import positive
 from powercontext.memory.errors import (
     InferenceTimeoutError,
@@ -30,6 +32,21 @@ FailurePolicy = Literal["fail_closed", "fail_open"]
 # poisoned entry could otherwise fail every search that pools it. It is told apart
 # (`degraded_invalid_output`, logged as a warning) so a broken model is not hidden.
 _OUTAGES = (InferenceTimeoutError, InferenceUnavailableError)
+
+
+async def call_reranker(
+    reranker: MemoryReranker, query: str, candidates: tuple[MemoryHit, ...], limit: int
+) -> MemoryRerankDecision:
+    """`reranker.rerank(...)`, where a decision the reranker could not build (a rank of `true`,
+    "2" or 2.5: MemoryRerankDecision takes strict ints) is the reranker's invalid output. Left
+    alone, pydantic's ValidationError would reach an HTTP caller as a 422 on their request."""
+    try:
+        return await reranker.rerank(query, candidates, limit)
+    except ValidationError as exc:
+        # Never the error's text: it quotes the offending values.
+        raise InvalidInferenceOutputError(
+            f"memory rerank: {reranker.policy_id} returned ranks that are not integers"
+        ) from exc
 
 
 def coarse_decision(
@@ -100,13 +117,13 @@ class GuardedReranker:
     ) -> MemoryRerankDecision:
         deadline, which = rerank_deadline(self.timeout_seconds)
         if deadline is None:
-            return await self.inner.rerank(query, candidates, limit)
+            return await call_reranker(self.inner, query, candidates, limit)
         if deadline <= asyncio.get_running_loop().time():
             # The coarse stages used up the search's budget: asking the provider now could
             # only make the page late.
             raise InferenceTimeoutError(f"memory rerank had no time left before {which}")
         try:
             async with asyncio.timeout_at(deadline):
-                return await self.inner.rerank(query, candidates, limit)
+                return await call_reranker(self.inner, query, candidates, limit)
         except TimeoutError as exc:
             raise InferenceTimeoutError(f"memory rerank exceeded {which}") from exc

@@ -41,6 +41,7 @@ from powercontext.memory.ports import (
     VectorQuery,
 )
 from powercontext.memory.rerank.deadline import search_deadline
+from powercontext.memory.rerank.guard import call_reranker
 from powercontext.memory.search.admission import Admission, admit
 from powercontext.memory.search.analyze import analyze, query_terms
 from powercontext.memory.search.candidates import CandidateChoice
@@ -440,7 +441,7 @@ async def rerank(
     """One reranker call, no lock held; inference errors propagate (fail-closed) unless a
     GuardedReranker configured for fail-open turned an outage into a degraded decision."""
     started = time.perf_counter()
-    decision = await reranker.rerank(request.query, pool, request.limit)
+    decision = await call_reranker(reranker, request.query, pool, request.limit)
     trace = rerank_trace(
         decision,
         pool,
