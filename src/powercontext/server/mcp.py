@@ -20,20 +20,28 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pydantic_core
+from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
-from mcp.server.stdio import stdio_server
+from mcp.server.context import CallNext, HandlerResult
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
     CallToolRequestParams,
     CallToolResult,
+    ErrorData,
+    JSONRPCError,
     ListToolsResult,
     PaginatedRequestParams,
     TextContent,
+    jsonrpc_message_adapter,
 )
 from pydantic import ValidationError
+from starlette.responses import JSONResponse
 from starlette.routing import Match, Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from powercontext import __version__
 from powercontext.config import ServerSettings
@@ -77,6 +85,78 @@ def bearer_token(headers: Mapping[str, str] | None) -> str | None:
     if scheme.lower() != "bearer" or not credentials.strip():
         return None
     return credentials.strip()
+
+
+def _message_id(decoded: object) -> str | int | None:
+    """The id to answer an invalid message with: its own when usable, else null (JSON-RPC 5)."""
+    value = decoded.get("id") if isinstance(decoded, dict) else None
+    return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+
+
+def envelope_problem(decoded: object) -> str | None:
+    """Why a decoded JSON value is not one JSON-RPC 2.0 message MCP accepts, else None.
+
+    The SDK would answer these with its own pydantic text, which echoes the body back (entry
+    text included) under the wrong code (-32602); this names the field instead, for -32600.
+    """
+    if isinstance(decoded, list):
+        return "batch requests are not supported: send one JSON-RPC message at a time"
+    if not isinstance(decoded, dict):
+        return f"a JSON-RPC message must be an object, not {type(decoded).__name__}"
+    if decoded.get("jsonrpc") != "2.0":
+        return 'the "jsonrpc" member must be "2.0"'
+    if "method" in decoded:
+        if not isinstance(decoded["method"], str):
+            return 'the "method" member must be a string'
+        if "params" in decoded and not isinstance(decoded["params"], dict):
+            return 'the "params" member must be an object'
+    elif "result" not in decoded and "error" not in decoded:
+        return 'a request or notification needs a "method" member'
+    if "id" in decoded and _message_id(decoded) is None:
+        return 'the "id" member must be a string or an integer'
+    try:
+        jsonrpc_message_adapter.validate_python(decoded, by_name=False)
+    except ValidationError:
+        return "not a valid JSON-RPC 2.0 request, notification or response"
+    return None
+
+
+def jsonrpc_error(code: int, message: str, decoded: object = None) -> JSONRPCError:
+    return JSONRPCError(
+        jsonrpc="2.0", id=_message_id(decoded), error=ErrorData(code=code, message=message)
+    )
+
+
+def _problem_of(exc: ValidationError) -> str:
+    first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid"}
+    where = ".".join(str(part) for part in first.get("loc", ())) or "params"
+    return f"{where}: {first.get('msg', 'invalid')}"
+
+
+class ClearProtocolErrors:
+    """Server middleware: give the SDK's bare protocol errors a message a client can act on.
+
+    The SDK answers malformed params and a request before the handshake alike with -32602
+    "Invalid request parameters" and empty data; the code stays, the text says what was wrong.
+    """
+
+    async def __call__(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+        try:
+            return await call_next(ctx)
+        except ValidationError as exc:
+            msg = f"Invalid params for {ctx.method}: {_problem_of(exc)}"
+            raise MCPError(INVALID_PARAMS, msg) from None
+        except MCPError as exc:
+            if exc.code == INVALID_PARAMS and exc.message == _SDK_BARE_MESSAGE and not exc.data:
+                raise MCPError(
+                    INVALID_PARAMS,
+                    f"{ctx.method} before initialize: send initialize, then "
+                    "notifications/initialized, first",
+                ) from None
+            raise
+
+
+_SDK_BARE_MESSAGE = "Invalid request parameters"
 
 
 def _tool_error(code: str, message: str, details: dict[str, Any] | None = None) -> CallToolResult:
@@ -126,6 +206,7 @@ class McpTools:
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
         )
+        self.server.middleware.append(ClearProtocolErrors())
         self._manager: StreamableHTTPSessionManager | None = None
 
     @property
@@ -139,7 +220,14 @@ class McpTools:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
+        if params is not None and params.cursor is not None:
+            # One page, no nextCursor: any cursor is one this server never gave (spec: -32602).
+            raise MCPError(INVALID_PARAMS, "Invalid cursor: the tool list has a single page")
         return self._listing
+
+    def check_stdio_key(self) -> None:
+        """Refuse to serve stdio with a missing or unknown key (raises UnauthorizedError)."""
+        self.authority.authenticate(self._stdio_api_key)
 
     def _grant(self, ctx: ServerRequestContext[Any]) -> KeyGrant:
         # The endpoint authenticated this HTTP request already; authenticating again here
@@ -150,18 +238,12 @@ class McpTools:
         headers = getattr(ctx.request, "headers", None)
         return self.authority.authenticate(bearer_token(headers))
 
-    async def serve_stdio(self) -> None:
-        """Serve the tools over this process's stdin/stdout until the client closes them."""
-        self.authority.authenticate(self._stdio_api_key)  # refuse to start with a bad key
-        async with stdio_server() as (read, write):
-            await self.server.run(read, write, self.server.create_initialization_options())
-
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult:
         tool = self._tools.get(params.name)
-        if tool is None:
-            return _tool_error("not_found", f"unknown tool {params.name!r}")
+        if tool is None:  # a protocol error (spec: tools, error handling), not a tool error
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name!r}")
         try:
             grant = self._grant(ctx)
             body = tool.request.model_validate(params.arguments or {})
@@ -226,4 +308,56 @@ class McpTools:
             response = error_response(503, "internal_error", "the MCP endpoint is not running")
             await response(scope, receive, send)
             return
+        if scope["method"] == "GET":
+            # Stateless: no server-initiated messages, so a GET stream would stay open and
+            # empty until the client gave up. The transport spec allows 405 instead.
+            await _reply(405, jsonrpc_error(INVALID_REQUEST, _NO_GET), scope, receive, send)
+            return
+        if scope["method"] == "POST":
+            replay = await self._screen_post(scope, receive, send)
+            if replay is None:
+                return
+            receive = replay
         await manager.handle_request(scope, receive, send)
+
+    async def _screen_post(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """Answer a POST body that is JSON but not one JSON-RPC message (-32600), else hand the
+        body on unread. A body over the limit is handed on as read, for the SDK's 413."""
+        limit = self._manager.max_request_body_size if self._manager else 0
+        chunks: list[bytes] = []
+        size, more, pending = 0, True, list[Message]()
+        while more and size <= limit:
+            message = await receive()
+            pending.append(message)
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            more = bool(message.get("more_body", False))
+        if not more and size <= limit:
+            try:  # the SDK's parser: bounded nesting, where json.loads raises RecursionError
+                decoded = pydantic_core.from_json(b"".join(chunks))
+            except ValueError:
+                pass  # the SDK answers -32700 with the parser's position
+            else:
+                problem = envelope_problem(decoded)
+                if problem is not None:
+                    error = jsonrpc_error(INVALID_REQUEST, f"Invalid Request: {problem}", decoded)
+                    await _reply(400, error, scope, receive, send)
+                    return None
+
+        async def replay() -> Message:
+            return pending.pop(0) if pending else await receive()
+
+        return replay
+
+
+_NO_GET = "Method Not Allowed: this server opens no SSE stream; POST JSON-RPC messages to /mcp"
+
+
+async def _reply(
+    status: int, error: JSONRPCError, scope: Scope, receive: Receive, send: Send
+) -> None:
+    body = error.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    headers = {"Allow": "POST"} if status == 405 else None
+    await JSONResponse(body, status_code=status, headers=headers)(scope, receive, send)
