@@ -7,9 +7,10 @@ entry version it names.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt
+from pydantic_core import PydanticCustomError
 
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.values import (
@@ -96,15 +97,30 @@ class ReactivateMemoryRequest(_Frozen):
     idempotency_key: IdempotencyKey | None = None
 
 
+def _no_bool_or_text(value: Any) -> Any:
+    # Lax pydantic reads `limit=True` as 1 and `min_score="2"` as 2.0; the wire refuses both
+    # (server.schemas.JsonInt, MinScore), and an in-process search must not answer otherwise.
+    if isinstance(value, bool | str):
+        raise PydanticCustomError(
+            "number_type",
+            "Input should be a number, not {type}",
+            {"type": type(value).__name__},
+        )
+    return value
+
+
+_SearchNumber = BeforeValidator(_no_bool_or_text)
+
+
 class SearchMemoryRequest(_Frozen):
     query: QueryText
-    limit: int = Field(default=10, ge=1, le=100)
+    limit: Annotated[int, _SearchNumber] = Field(default=10, ge=1, le=100)
     mode: SearchMode = "auto"
-    revision: int | None = Field(default=None, ge=1)
+    revision: Annotated[int | None, _SearchNumber] = Field(default=None, ge=1)
     """As-of search: exactly what the scope held at this revision (default the head)."""
-    min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
+    min_similarity: Annotated[float | None, _SearchNumber] = Field(default=None, ge=-1.0, le=1.0)
     """Vector channel floor on cosine similarity (default the deployment's min_similarity)."""
-    min_score: float | None = Field(default=None, allow_inf_nan=False)
+    min_score: Annotated[float | None, _SearchNumber] = Field(default=None, allow_inf_nan=False)
     """Full-text channel floor on the raw BM25 score (default none)."""
     filter: MemoryFilter | None = None
     """Only versions matching it are candidates, in every channel, before its top-k."""

@@ -12,10 +12,8 @@ from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.values import (
     MAX_QUERY_BYTES,
     Channel,
-    QueryText,
     RerankStatus,
     ResolvedMode,
-    ScopeId,
     SearchMode,
 )
 from powercontext.server.schemas import (
@@ -92,7 +90,7 @@ class SearchRequest(_Wire):
 class BatchSearchItem(_Wire):
     """One search of a batch: the fields of a single search, without scope or trace option."""
 
-    query: QueryText = Field(
+    query: WireQueryText = Field(
         min_length=1,
         max_length=MAX_QUERY_BYTES,
         description=f"The query; not blank; at most {MAX_QUERY_BYTES} UTF-8 bytes.",
@@ -113,7 +111,7 @@ class BatchSearchItem(_Wire):
 class BatchSearchRequest(_Wire):
     """Several searches of one scope in one call, all answered at one exact revision."""
 
-    scope_id: ScopeId = _scope_field()
+    scope_id: WireScopeId = _scope_field()
     searches: list[BatchSearchItem] = Field(
         min_length=1,
         description=(

@@ -40,6 +40,12 @@ def select_mode(
     return requested
 
 
+def in_batch(index: int, size: int) -> str:
+    """The prefix naming which search of a batch an error is about, as the wire names its
+    fields; a search of its own needs none."""
+    return f"searches.{index}: " if size > 1 else ""
+
+
 def uses_fts(mode: ResolvedMode) -> bool:
     return mode in ("fts", "hybrid")
 

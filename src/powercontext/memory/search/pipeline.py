@@ -51,6 +51,7 @@ from powercontext.memory.search.fusion import FusedCandidate, channel_scores, fu
 from powercontext.memory.search.modes import (
     channel_limit,
     coarse_limit,
+    in_batch,
     select_mode,
     uses_fts,
     uses_vector,
@@ -124,15 +125,19 @@ class SearchPipeline:
         missing = 0
         if head is not None and profile is not None and any(r.mode != "fts" for r in requests):
             missing = await store.missing_vector_count(scope_id, head, profile.profile_id)
-        modes = [
-            select_mode(
-                r.mode,
-                has_embedder=embedder is not None,
-                missing_vectors=missing,
-                profile_id=profile.profile_id if profile else None,
-            )
-            for r in requests
-        ]
+        modes: list[ResolvedMode] = []
+        for i, r in enumerate(requests):
+            try:
+                modes.append(
+                    select_mode(
+                        r.mode,
+                        has_embedder=embedder is not None,
+                        missing_vectors=missing,
+                        profile_id=profile.profile_id if profile else None,
+                    )
+                )
+            except CapabilityNotSupportedError as exc:
+                raise CapabilityNotSupportedError(in_batch(i, len(requests)) + str(exc)) from None
         if missing and any(
             m == "fts" and r.mode == "auto" for m, r in zip(modes, requests, strict=True)
         ):
@@ -176,8 +181,8 @@ class SearchPipeline:
             for i in wanted:
                 if requests[i].mode != "auto":
                     raise CapabilityNotSupportedError(
-                        f"search mode {requests[i].mode!r} failed: embedding the query raised "
-                        f"{type(exc).__name__}"
+                        f"{in_batch(i, len(requests))}search mode {requests[i].mode!r} failed: "
+                        f"embedding the query raised {type(exc).__name__}"
                     ) from exc
                 modes[i] = "fts"
                 vectors[i] = None
