@@ -112,7 +112,8 @@ async def test_on_existing_skip_replace_and_fail(store: MemoryStore) -> None:
     assert skipped.memory_ref == head
 
     entry_id = json.loads(lines[1])["entry_id"]
-    changed = [lines[0], json.dumps({**json.loads(lines[1]), "text": "turn 0, corrected"})]
+    one = json.dumps({**json.loads(lines[0]), "entry_count": 1})  # the header counts lines
+    changed = [one, json.dumps({**json.loads(lines[1]), "text": "turn 0, corrected"})]
     replaced = await target.import_lines(changed, on_existing="replace")
     assert (replaced.added, replaced.replaced) == (0, 1)
     current = await target.get_entry(entry_id)

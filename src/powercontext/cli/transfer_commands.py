@@ -22,6 +22,7 @@ from powercontext.cli.memory_options import Connection, Scope, memory_command
 from powercontext.cli.wording import counted
 from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.transfer import OnExisting
+from powercontext.memory.transfer_lines import text_lines
 
 Revision = Annotated[
     int | None, typer.Option(min=1, help="The revision to export (default the head).")
@@ -34,7 +35,8 @@ OnExistingOption = Annotated[
     str,
     typer.Option(
         help="An entry id the scope holds already: fail (default; nothing more is written), "
-        "skip it, or replace it with the imported version."
+        "skip it, or replace it with the imported version. An erased id is never written "
+        "again: skip leaves it out, fail and replace stop."
     ),
 ]
 
@@ -49,7 +51,13 @@ def _bar(description: str, *, disable: bool) -> Iterator[tuple[Progress, TaskID]
 @contextmanager
 def _opened(path: str, mode: Literal["r", "w"]) -> Iterator[TextIO]:
     if path == "-":
-        yield sys.stdout if mode == "w" else sys.stdin
+        stream = sys.stdout if mode == "w" else sys.stdin
+        # An export is UTF-8 whatever the locale says: a cp1252 or latin-1 stdout could not
+        # write an emoji, and such a stdin would read every non-ASCII character wrong.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(encoding="utf-8", errors="strict", newline="\n" if mode == "w" else None)
+        yield stream
         return
     try:
         with open(path, mode, encoding="utf-8", newline="\n") as handle:
@@ -129,7 +137,8 @@ def import_(
                 progress.update(task, completed=done, total=total)
 
             result = connection.run(
-                scope, lambda m: m.import_lines(lines, on_existing=policy, progress=report)
+                scope,
+                lambda m: m.import_lines(text_lines(lines), on_existing=policy, progress=report),
             )
     if connection.as_json:
         output.print_json(result.model_dump(mode="json"))

@@ -27,6 +27,29 @@ EXPORT_PATH = "/v1/memory/export"
 IMPORT_PATH = "/v1/memory/import"
 
 
+class _Lines:
+    """An export's body cut at b"\n" only. httpx's `iter_lines` cuts where `str.splitlines`
+    does, at U+2028, U+2029 and U+0085 too, which JSON writes unescaped inside strings: an
+    entry whose text held one came out as two broken lines."""
+
+    def __init__(self) -> None:
+        self.pending = bytearray()
+
+    def feed(self, chunk: bytes) -> list[str]:
+        self.pending += chunk
+        lines: list[str] = []
+        while (end := self.pending.find(b"\n")) >= 0:
+            raw = bytes(self.pending[:end]).rstrip(b"\r")
+            del self.pending[: end + 1]
+            if raw:
+                lines.append(raw.decode("utf-8") + "\n")
+        return lines
+
+    def close(self) -> list[str]:
+        raw, self.pending = bytes(self.pending).rstrip(b"\r"), bytearray()
+        return [raw.decode("utf-8") + "\n"] if raw else []
+
+
 def _export_params(scope_id: str, revision: int | None) -> dict[str, Any]:
     return {"scope_id": scope_id} | ({} if revision is None else {"revision": revision})
 
@@ -98,9 +121,12 @@ async def export_lines(
             if not response.is_success:
                 await response.aread()
                 raise _error(response)
-            async for line in response.aiter_lines():
-                if line:
-                    yield line + "\n"
+            lines = _Lines()
+            async for chunk in response.aiter_bytes():
+                for line in lines.feed(chunk):
+                    yield line
+            for line in lines.close():
+                yield line
     except httpx.TransportError as exc:
         raise connection_failed(exc) from exc
 
@@ -140,9 +166,10 @@ def export_lines_sync(
             if not response.is_success:
                 response.read()
                 raise _error(response)
-            for line in response.iter_lines():
-                if line:
-                    yield line + "\n"
+            lines = _Lines()
+            for chunk in response.iter_bytes():
+                yield from lines.feed(chunk)
+            yield from lines.close()
     except httpx.TransportError as exc:
         raise connection_failed(exc) from exc
 

@@ -13,12 +13,16 @@ write order, so threads keep their order and their neighbours when imported:
 every entry's time even though the importing revisions get their own `created_at`. `version`
 and `created_at` are informational: an import writes version 1 of a new entry.
 
-An import writes one revision per batch of lines; a failure stops it with the earlier
-batches committed. With `on_existing="skip"` re-running an interrupted import is safe.
+An import writes one revision per batch of lines; a failure (a malformed line, an existing
+or erased entry id, fewer or more entry lines than the header announced) stops it with the
+earlier batches committed and nothing of the failing one. With `on_existing="skip"`
+re-running an interrupted import completes it. An entry id erased from the target scope is
+never written again: `skip` leaves it out, `fail` and `replace` refuse it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import (
     AsyncGenerator,
@@ -30,20 +34,26 @@ from collections.abc import (
 )
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from powercontext.memory.commit import check_batch_size
 from powercontext.memory.entries import entry_from_stored, resolve_revision
-from powercontext.memory.errors import (
-    MemoryValidationError,
-    PayloadTooLargeError,
-    RevisionConflictError,
-)
+from powercontext.memory.errors import MemoryValidationError, RevisionConflictError
 from powercontext.memory.indexing.threads import WriteIndex, source_of
 from powercontext.memory.models import MemoryRef, MemoryWriteResult
-from powercontext.memory.ports import PlannedChange, StoredVersion, VersionPage
+from powercontext.memory.ports import (
+    MemoryStore,
+    PlannedChange,
+    StoredVersion,
+    Tombstone,
+    TombstoneQuery,
+    VersionPage,
+)
+from powercontext.memory.transfer_lines import BOM, parse_line
+from powercontext.memory.transfer_lines import MAX_LINE_BYTES as MAX_LINE_BYTES
+from powercontext.memory.transfer_lines import split_lines as split_lines
 from powercontext.memory.values import EntryText, Kind, Metadata, OccurredAt, Thread
 
 if TYPE_CHECKING:
@@ -51,9 +61,6 @@ if TYPE_CHECKING:
 
 FORMAT = "powercontext.memory.export"
 FORMAT_VERSION = 1
-MAX_LINE_BYTES = 256 * 1024
-"""The longest line an import (or a streamed batch) reads: an entry at its text and metadata
-bounds fits even when every character is written as a six-byte JSON escape."""
 MAX_ENTRY_ID_CHARS = 128
 IMPORT_BATCH_ENTRIES = 1000
 """Entries per import revision: bounds memory and embedding work per commit."""
@@ -218,6 +225,16 @@ async def add_entries(
 
     async def plan() -> list[PlannedChange]:
         heads = await service.store.entry_heads(scope_id, ids)
+        erased = await _erased(service.store, scope_id, [i for i in ids if i not in heads])
+        if erased and on_existing != "skip":
+            first = erased[min(erased, key=ids.index)]
+            raise RevisionConflictError(
+                f"entry {first.entry_id!r} was erased from scope {scope_id!r} at revision "
+                f"{first.erased_revision}, and an erased entry is never written again "
+                f"(on_existing={on_existing!r}; 'skip' leaves it out)",
+                expected=None,
+                actual=None,
+            )
         if heads and on_existing == "fail":
             raise RevisionConflictError(
                 f"{len(heads)} entries exist in scope {scope_id!r} already, e.g. "
@@ -225,7 +242,11 @@ async def add_entries(
                 expected=None,
                 actual=None,
             )
-        kept = [e for e in entries if on_existing == "replace" or e.entry_id not in heads]
+        kept = [
+            e
+            for e in entries
+            if e.entry_id not in erased and (on_existing == "replace" or e.entry_id not in heads)
+        ]
         counts.skipped = len(entries) - len(kept)
         counts.replaced = sum(1 for e in kept if e.entry_id in heads)
         counts.added = len(kept) - counts.replaced
@@ -246,6 +267,15 @@ async def add_entries(
     return result, counts
 
 
+async def _erased(store: MemoryStore, scope_id: str, ids: Sequence[str]) -> dict[str, Tombstone]:
+    """The tombstone of each of `ids` erased from the scope: an id with no stored version may
+    be one whose every version was erased, which a lookup must keep answering as erased."""
+    found = await asyncio.gather(
+        *(store.tombstones(TombstoneQuery(scope_id, entry_id=entry_id)) for entry_id in ids)
+    )
+    return {entry_id: stones[-1] for entry_id, stones in zip(ids, found, strict=True) if stones}
+
+
 def _change(
     service: MemoryService, entry: NewEntry, head: StoredVersion | None, tokens: str
 ) -> PlannedChange:
@@ -261,58 +291,21 @@ def _change(
     return PlannedChange(op="reactivate", new=new, reason="import")
 
 
-def _parse(line: str, number: int, model: type[BaseModel]) -> Any:
-    if len(line.encode("utf-8")) > MAX_LINE_BYTES:
-        raise PayloadTooLargeError(f"line {number} exceeds {MAX_LINE_BYTES} bytes")
-    try:
-        return model.model_validate(json.loads(line))
-    except ValueError as exc:  # JSONDecodeError and ValidationError alike
-        detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-        raise MemoryValidationError(f"line {number}: {detail}") from exc
-
-
 def parse_header(line: str) -> ExportHeader:
+    line = line.removeprefix(BOM)
     try:
         raw = json.loads(line)
     except ValueError as exc:
         raise MemoryValidationError(f"line 1: not JSON ({exc})") from exc
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise MemoryValidationError(f"line 1 must be a {FORMAT!r} header")
-    if raw.get("version") != FORMAT_VERSION:
+    version = raw.get("version")
+    if type(version) is not int or version != FORMAT_VERSION:
         raise MemoryValidationError(
-            f"export format version {raw.get('version')!r} is not supported "
+            f"line 1: export format version {version!r} is not supported "
             f"(this release reads version {FORMAT_VERSION})"
         )
-    header: ExportHeader = _parse(line, 1, ExportHeader)
-    return header
-
-
-async def split_lines(chunks: AsyncIterable[bytes]) -> AsyncIterator[str]:
-    """UTF-8 lines of a byte stream, as they complete: at most one line (bounded by
-    MAX_LINE_BYTES) is held, however long the stream."""
-    pending = bytearray()
-    number = 0
-
-    def decoded(raw: bytes) -> str:
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MemoryValidationError(f"line {number}: not UTF-8") from exc
-
-    async for chunk in chunks:
-        pending += chunk
-        while (end := pending.find(b"\n")) >= 0:
-            number += 1
-            raw = bytes(pending[:end])
-            del pending[: end + 1]
-            if len(raw) > MAX_LINE_BYTES:
-                raise PayloadTooLargeError(f"line {number} exceeds {MAX_LINE_BYTES} bytes")
-            yield decoded(raw)
-        if len(pending) > MAX_LINE_BYTES:
-            raise PayloadTooLargeError(f"line {number + 1} exceeds {MAX_LINE_BYTES} bytes")
-    if pending:
-        number += 1
-        yield decoded(bytes(pending))
+    return parse_line(line, 1, ExportHeader)
 
 
 async def _numbered(
@@ -372,12 +365,25 @@ async def import_lines(
         if header is None:
             header = parse_header(line)
             continue
-        entry: ExportedEntry = _parse(line, number, ExportedEntry)
-        batch.append(entry.new_entry())
+        if done + len(batch) >= header.entry_count:
+            raise MemoryValidationError(
+                f"line {number}: the header announced {header.entry_count} entries, and this "
+                "line is one more (two exports joined? an edited file must set the header's "
+                "entry_count to the entry lines it holds)"
+            )
+        batch.append(parse_line(line, number, ExportedEntry).new_entry())
         if len(batch) >= batch_entries:
             await flush()
     if header is None:
         raise MemoryValidationError(f"an import needs a {FORMAT!r} header line")
+    if done + len(batch) < header.entry_count:
+        # Checked before the last batch is written: a cut-off copy of a small export
+        # writes nothing at all, rather than part of the scope as if it were whole.
+        raise MemoryValidationError(
+            f"the export ends after {done + len(batch)} of the {header.entry_count} entries "
+            "its header announced: the file is truncated (an edited file must set the "
+            "header's entry_count to the entry lines it holds)"
+        )
     if batch:
         await flush()
     ref = result.memory_ref if result is not None else await service.head(scope_id)

@@ -175,10 +175,14 @@ async def export_page(call: Call, body: ExportPageRequest) -> ExportPageResponse
 
 
 async def import_entries(call: Call, body: ImportEntriesRequest) -> ImportResponse:
-    lines = [body.header.model_dump_json(), *(e.model_dump_json() for e in body.entries)]
+    # An import checks the entry lines against the header's count (a truncated file is
+    # refused); a page holds only some of the export's entries, so it announces its own.
+    page = body.header.model_copy(update={"entry_count": len(body.entries)})
+    lines = [page.model_dump_json(), *(e.model_dump_json() for e in body.entries)]
     memory = call.memory(body.scope_id)
     result = await memory.import_lines(lines, on_existing=body.on_existing)
-    return ImportResponse.model_validate(result.model_dump())
+    answer = ImportResponse.model_validate(result.model_dump())
+    return answer.model_copy(update={"source": body.header})
 
 
 Q = TypeVar("Q", bound=BaseModel)
