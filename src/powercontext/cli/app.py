@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -52,4 +53,16 @@ def root(
 
 
 def main() -> None:
+    _utf8_streams()
     app()
+
+
+def _utf8_streams() -> None:
+    """Write UTF-8 whatever the locale: memory text is any Unicode, and JSON (the --json
+    output, exports) is UTF-8 by definition. Under a latin-1 or C locale an emoji in a hit
+    would otherwise end the command with a UnicodeEncodeError after its work was done."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        encoding = str(getattr(stream, "encoding", "") or "").lower().replace("-", "")
+        if reconfigure is not None and encoding != "utf8":
+            reconfigure(encoding="utf-8")
