@@ -8,7 +8,6 @@ needing the [llm] extra.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,13 +22,6 @@ from powercontext.memory.errors import InvalidInferenceOutputError
 from powercontext.memory.rerank import OUTPUT_TOOL_NAME
 from tests.fakes.openai_server import FakeOpenAIServer, text_reply, tool_call
 from tests.integration.test_rerank_provider import POOL, TIMEOUT
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as fake:
-        yield fake
-        assert fake.unexpected == [], "a request arrived that the test did not script"
 
 
 def native_reranker(server: FakeOpenAIServer) -> PydanticAIListwiseReranker:

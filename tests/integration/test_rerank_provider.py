@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Iterator
 
 import pytest
 from pydantic_ai.embeddings.openai import OpenAIEmbeddingModel
@@ -64,13 +63,6 @@ def make_hit(index: int) -> MemoryHit:
 
 
 POOL = tuple(make_hit(i) for i in range(1, 13))
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as fake:
-        yield fake
-        assert fake.unexpected == [], "a request arrived that the test did not script"
 
 
 def chat_reranker(
