@@ -31,7 +31,7 @@ from powercontext.memory import SearchMemoryRequest
 from powercontext.memory.models import MemoryHit, MemoryRerankDecision
 from powercontext.memory.ports import MemoryReranker
 from powercontext.memory.search.candidates import FIXED_POLICY_ID, CandidateChoice
-from powercontext.memory.search.pipeline import rerank
+from powercontext.memory.search.rerank_stage import rerank
 
 CANDIDATES = 30
 

@@ -13,7 +13,6 @@ two ports that do I/O (the store, the reranker) and the query embedding.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -28,26 +27,24 @@ from powercontext.memory.models import (
     ChannelScore,
     MemoryHit,
     MemoryRef,
-    MemoryRerankTrace,
     MemorySearchPage,
     SearchMemoryRequest,
 )
 from powercontext.memory.ports import (
     FtsCandidate,
     FtsQuery,
-    MemoryReranker,
     Vector,
     VectorCandidate,
     VectorQuery,
 )
 from powercontext.memory.rerank.deadline import search_deadline
-from powercontext.memory.rerank.guard import call_reranker
 from powercontext.memory.search.admission import Admission, admit
 from powercontext.memory.search.analyze import analyze, query_terms
 from powercontext.memory.search.candidates import CandidateChoice
 from powercontext.memory.search.feedback import FeedbackConfig, bounded, feed_back
 from powercontext.memory.search.fields import SPEAKER_PREFIX
 from powercontext.memory.search.fusion import FusedCandidate, channel_scores, fuse_rrf
+from powercontext.memory.search.hits import hits_of
 from powercontext.memory.search.modes import (
     channel_limit,
     coarse_limit,
@@ -57,8 +54,7 @@ from powercontext.memory.search.modes import (
     uses_vector,
 )
 from powercontext.memory.search.participants import favour_participants, named_participants
-from powercontext.memory.search.ranks import resolve
-from powercontext.memory.search.rerank_trace import log_rerank, rerank_trace
+from powercontext.memory.search.rerank_stage import rerank
 from powercontext.memory.search.vector_feedback import VectorFeedbackConfig, with_vector_feedback
 from powercontext.memory.values import ResolvedMode
 from powercontext.memory.vectors import unit_vector
@@ -401,24 +397,7 @@ class SearchPipeline:
         if not fused:
             return ()
         stored = await self._store.fetch_versions(scope_id, [f.key for f in fused])
-        ref = MemoryRef(scope_id=scope_id, revision=revision)
-        return tuple(
-            MemoryHit(
-                memory_ref=ref,
-                entry_id=row.entry_id,
-                entry_version_id=row.entry_version_id,
-                kind=row.kind,
-                text=row.text,
-                metadata=row.metadata,
-                score=f.score,
-                matched_by=f.matched_by,
-                thread=row.thread,
-                occurred_at=row.event_time,
-                explain=explained.get(f.key, ()),
-            )
-            for f in fused
-            if (row := stored.get(f.key)) is not None
-        )
+        return hits_of(MemoryRef(scope_id=scope_id, revision=revision), fused, stored, explained)
 
 
 async def _all_or_nothing(
@@ -435,25 +414,3 @@ async def _all_or_nothing(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
-
-
-async def rerank(
-    reranker: MemoryReranker,
-    request: SearchMemoryRequest,
-    pool: tuple[MemoryHit, ...],
-    choice: CandidateChoice,
-) -> tuple[tuple[MemoryHit, ...], MemoryRerankTrace]:
-    """One reranker call, no lock held; inference errors propagate (fail-closed) unless a
-    GuardedReranker configured for fail-open turned an outage into a degraded decision."""
-    started = time.perf_counter()
-    decision = await call_reranker(reranker, request.query, pool, request.limit)
-    trace = rerank_trace(
-        decision,
-        pool,
-        request.limit,
-        policy_id=reranker.policy_id,
-        choice=choice,
-        latency_ms=(time.perf_counter() - started) * 1000.0,
-    )
-    log_rerank(trace, decision.degraded)
-    return resolve(pool, trace.selected_ranks), trace
