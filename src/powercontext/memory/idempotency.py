@@ -17,6 +17,7 @@ from powercontext.memory.entries import entry_from_stored
 from powercontext.memory.errors import IdempotencyConflictError, MemoryValidationError
 from powercontext.memory.models import MemoryRef, MemoryWriteResult
 from powercontext.memory.ports import IdempotencyClaim, IdempotentWrite, MemoryStore
+from powercontext.memory.tombstones import raise_if_version_erased
 
 _NOT_HASHED = {"idempotency_key"}
 
@@ -46,8 +47,14 @@ async def replay(
 ) -> MemoryWriteResult:
     """The original result of a recorded write: its revision and the versions it wrote.
 
-    `vectors_pending` is today's count (at most the batch size), not the original one."""
+    `vectors_pending` is today's count (at most the batch size), not the original one. When a
+    version it wrote was erased since (`forget`), the original result cannot be given back:
+    ErasedError (410), as for a citation of that version, never a shorter result."""
     stored = await store.fetch_versions(scope_id, recorded.keys)
+    if len(stored) < len(set(recorded.keys)):
+        await raise_if_erased(
+            store, scope_id, recorded, {v.entry_version_id for v in stored.values()}
+        )
     entries = tuple(
         entry_from_stored(scope_id, recorded.revision, stored[key])
         for key in recorded.keys
@@ -58,3 +65,17 @@ async def replay(
         entries=entries,
         vectors_pending=min(pending, len(entries)),
     )
+
+
+async def raise_if_erased(
+    store: MemoryStore, scope_id: str, recorded: IdempotentWrite, found: set[str]
+) -> None:
+    """ErasedError for a version the recorded write made that is no longer stored."""
+    # The change log keeps the ids of erased versions: the recorded revision's changes name
+    # every version the write made (one change per version), so the missing ones are there.
+    changes = await store.changes(scope_id, recorded.revision - 1, limit=len(recorded.keys) + 1)
+    for change in changes:
+        if change.revision != recorded.revision or change.op in ("retire", "forget"):
+            continue
+        if change.entry_version_id not in found:
+            await raise_if_version_erased(store, scope_id, change.entry_version_id)

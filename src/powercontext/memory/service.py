@@ -201,6 +201,14 @@ class MemoryService:
     async def _current(self, scope_id: str, citation: MemoryCitation) -> StoredVersion:
         if citation.memory_ref.scope_id != scope_id:
             raise NotFoundError("the citation belongs to another scope")
+        # A write acts on what the citation names, so it must name what `get` resolves: an
+        # erased version is 410, and a version of another entry, or a revision before the
+        # version or past the head (a made-up citation), names nothing (404).
+        if await self.get(scope_id, citation) is None:
+            raise NotFoundError(
+                f"the citation names no version of entry {citation.entry_id!r} in this scope "
+                f"at revision {citation.memory_ref.revision}"
+            )
         latest = await self.store.latest_version(scope_id, citation.entry_id)
         if latest is None:
             raise NotFoundError(f"entry {citation.entry_id!r} does not exist in this scope")

@@ -209,7 +209,7 @@ OPERATIONS: tuple[Operation, ...] = (
         handlers.remember,
         "Remember one entry, or a batch in one revision",
         writes=True,
-        http=HttpRoute("POST", "/v1/memory/remember", (409,)),
+        http=HttpRoute("POST", "/v1/memory/remember", (409, 410)),
         tools=(
             McpTool(
                 "remember",
@@ -239,7 +239,7 @@ OPERATIONS: tuple[Operation, ...] = (
         http=HttpRoute(
             "POST",
             "/v1/memory/remember/stream",
-            (409,),
+            (409, 410),
             raw=remember_stream,
             request_media_type=NDJSON,
             query=RememberStreamQuery,
@@ -265,9 +265,11 @@ OPERATIONS: tuple[Operation, ...] = (
         inspector=inspector_views.entries,
     ),
     _reads(handlers.get_entry, "POST /v1/memory/entries/get", (404, 410)),
-    _writes(handlers.revise_entry, "POST /v1/memory/entries/revise", (404, 409)),
-    _writes(handlers.retire_entry, "POST /v1/memory/entries/retire", (404, 409), destructive=True),
-    _writes(handlers.reactivate_entry, "POST /v1/memory/entries/reactivate", (404, 409)),
+    _writes(handlers.revise_entry, "POST /v1/memory/entries/revise", (404, 409, 410)),
+    _writes(
+        handlers.retire_entry, "POST /v1/memory/entries/retire", (404, 409, 410), destructive=True
+    ),
+    _writes(handlers.reactivate_entry, "POST /v1/memory/entries/reactivate", (404, 409, 410)),
     _reads(handlers.list_changes, "POST /v1/memory/changes", operation_id="changes"),
     _reads(handlers.head, "POST /v1/memory/head", title="Head revision"),
     _reads(handlers.get_entry_by_id, "POST /v1/memory/entries/by-id", (404, 410)),
