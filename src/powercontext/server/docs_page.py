@@ -27,7 +27,12 @@ CONTENT_SECURITY_POLICY = (
     "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; "
     "form-action 'none'; frame-ancestors 'none'"
 )
-_HEADERS = {"Content-Security-Policy": CONTENT_SECURITY_POLICY, "Referrer-Policy": "no-referrer"}
+# X-Frame-Options for browsers that ignore frame-ancestors: no page may frame the docs.
+_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
 ASSETS = {
     "swagger-ui-bundle.js": "text/javascript; charset=utf-8",
     "swagger-ui.css": "text/css; charset=utf-8",

@@ -184,7 +184,7 @@ function entryRow(entry) {
     "tr",
     { dataset: { entryId: entry.entry_id } },
     el("td", { className: "num" }, entry.version),
-    el("td", null, entry.kind),
+    el("td", { className: "wrap" }, entry.kind),
     textCell(entry.text, entry.metadata),
     el("td", { className: "num" }, when(entry.created_at)),
     el("td", null, button),
