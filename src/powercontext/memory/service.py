@@ -1,18 +1,18 @@
-"""MemoryService: revisioned writes (compare-and-swap) and the search pipeline.
+"""MemoryService: the one entry point to a store's memory, its writes, reads and searches.
 
-Writes hold the scope's in-process lock and commit with a CAS in the store. Searches take no
-lock: they read the head once and pass that exact revision to every later read.
+Writes (memory.writes) hold the scope's in-process lock and commit with a CAS in the store.
+Searches take no lock: they read the head once and pass that exact revision to every later read.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from powercontext.memory.commit import Planner, check_batch_size, commit_planned
+from powercontext.memory import writes
+from powercontext.memory.commit import Planner
 from powercontext.memory.cursors import decode_cursor, encode_cursor
 from powercontext.memory.entries import entry_at, entry_from_stored
 from powercontext.memory.erasure import (
@@ -25,14 +25,12 @@ from powercontext.memory.errors import (
     InvalidCursorError,
     MemoryValidationError,
     NotFoundError,
-    RevisionConflictError,
 )
 from powercontext.memory.filters import MemoryFilter
-from powercontext.memory.idempotency import claim_for, replay
-from powercontext.memory.indexing.context import IndexSource, fts_tokens
+from powercontext.memory.indexing.context import IndexSource
 from powercontext.memory.indexing.profile import IndexProfiles, index_profile
 from powercontext.memory.indexing.rebuild import rebuild_scope
-from powercontext.memory.indexing.threads import ThreadIndexer, WriteIndex, source_of
+from powercontext.memory.indexing.threads import ThreadIndexer, WriteIndex
 from powercontext.memory.indexing.vectors import ProgressCallback, VectorIndexer
 from powercontext.memory.models import (
     MemoryChangesPage,
@@ -51,12 +49,9 @@ from powercontext.memory.models import (
 from powercontext.memory.ports import (
     EmbeddingModel,
     IdempotencyClaim,
-    IdempotentWrite,
     MemoryReranker,
     MemoryStore,
     NewVersion,
-    PlannedChange,
-    StoredVersion,
     VersionPage,
 )
 from powercontext.memory.scoped import ScopedMemory, validate_scope_id
@@ -139,58 +134,13 @@ class MemoryService:
         source: IndexSource,
         tokens: str | None = None,
     ) -> NewVersion:
-        """`tokens` comes from the thread or batch when the index uses neighbouring entries; a
-        lone version (revise, reactivate) is indexed alone and is nobody's neighbour."""
-        if tokens is None:
-            alone = IndexSource(
-                kind=source.kind,
-                text=source.text,
-                metadata=source.metadata,
-                occurred_at=source.occurred_at,
-            )
-            (tokens,) = fts_tokens([alone], self.config.index, self.config.analyzer)
-        return NewVersion(
-            entry_id=entry_id,
-            entry_version_id=uuid.uuid4().hex,
-            version=version,
-            kind=source.kind,
-            text=source.text,
-            metadata=dict(source.metadata),
-            index_tokens=tokens,
-            thread=source.thread,
-            occurred_at=source.occurred_at,
-        )
+        """The version to store for `source` (see memory.writes)."""
+        return writes.new_version(self.config, entry_id, version, source, tokens)
 
     async def remember_many(
         self, scope_id: str, requests: Sequence[RememberMemoryRequest]
     ) -> MemoryWriteResult:
-        if not requests:
-            raise MemoryValidationError("remember_many needs at least one entry")
-        check_batch_size(len(requests), self.config.max_batch_entries)
-        expected = {r.expected_revision for r in requests}
-        if len(expected) > 1:
-            raise MemoryValidationError("entries of one batch must share one expected_revision")
-        claim = claim_for("remember", requests)
-
-        sources = [source_of(request) for request in requests]
-        planned: list[WriteIndex] = []
-
-        async def plan() -> list[PlannedChange]:
-            # Read under the scope lock, so the tail is the one this commit extends.
-            index = await self.threads.plan(scope_id, sources)
-            planned[:] = [index]
-            return [
-                PlannedChange(
-                    op="add",
-                    new=self.new_version(uuid.uuid4().hex, 1, source, tokens=tokens),
-                    reason=r.reason,
-                )
-                for r, source, tokens in zip(requests, sources, index.tokens, strict=True)
-            ]
-
-        return await self.write_planned(
-            scope_id, requests[0].expected_revision, plan, claim, lambda: planned[0]
-        )
+        return await writes.remember_many(self, scope_id, requests)
 
     async def add_entries(
         self, scope_id: str, entries: Sequence[NewEntry], on_existing: OnExisting = "fail"
@@ -198,88 +148,16 @@ class MemoryService:
         """Entries under their own ids in one revision (None: all skipped); see transfer."""
         return await add_entries(self, scope_id, entries, on_existing)
 
-    async def _current(self, scope_id: str, citation: MemoryCitation) -> StoredVersion:
-        if citation.memory_ref.scope_id != scope_id:
-            raise NotFoundError("the citation belongs to another scope")
-        # A write acts on what the citation names, so it must name what `get` resolves: an
-        # erased version is 410, and a version of another entry, or a revision before the
-        # version or past the head (a made-up citation), names nothing (404).
-        if await self.get(scope_id, citation) is None:
-            raise NotFoundError(
-                f"the citation names no version of entry {citation.entry_id!r} in this scope "
-                f"at revision {citation.memory_ref.revision}"
-            )
-        latest = await self.store.latest_version(scope_id, citation.entry_id)
-        if latest is None:
-            raise NotFoundError(f"entry {citation.entry_id!r} does not exist in this scope")
-        if latest.entry_version_id != citation.entry_version_id:
-            raise RevisionConflictError(
-                f"entry {citation.entry_id!r} is at version {latest.version}; "
-                "the citation names an older version",
-                expected=None,
-                actual=None,
-            )
-        return latest
-
     async def revise(self, scope_id: str, request: ReviseMemoryRequest) -> MemoryWriteResult:
-        async def plan() -> list[PlannedChange]:
-            current = await self._current(scope_id, request.citation)
-            if current.removed_revision is not None:
-                raise NotFoundError(f"entry {current.entry_id!r} is retired; reactivate it first")
-            new = self.new_version(
-                current.entry_id,
-                current.version + 1,
-                IndexSource(
-                    kind=request.kind or current.kind,
-                    text=request.text,
-                    metadata=current.metadata if request.metadata is None else request.metadata,
-                    thread=current.thread,
-                    occurred_at=current.occurred_at,
-                ),
-            )
-            return [
-                PlannedChange(
-                    op="revise",
-                    new=new,
-                    previous_entry_version_id=current.entry_version_id,
-                    reason=request.reason,
-                )
-            ]
-
-        return await self.write_planned(
-            scope_id, request.expected_revision, plan, claim_for(type(request).__name__, [request])
-        )
+        return await writes.revise(self, scope_id, request)
 
     async def retire(self, scope_id: str, request: RetireMemoryRequest) -> MemoryWriteResult:
-        async def plan() -> list[PlannedChange]:
-            current = await self._current(scope_id, request.citation)
-            if current.removed_revision is not None:
-                raise NotFoundError(f"entry {current.entry_id!r} is already retired")
-            return [
-                PlannedChange(
-                    op="retire",
-                    previous_entry_version_id=current.entry_version_id,
-                    reason=request.reason,
-                )
-            ]
-
-        return await self.write_planned(
-            scope_id, request.expected_revision, plan, claim_for(type(request).__name__, [request])
-        )
+        return await writes.retire(self, scope_id, request)
 
     async def reactivate(
         self, scope_id: str, request: ReactivateMemoryRequest
     ) -> MemoryWriteResult:
-        async def plan() -> list[PlannedChange]:
-            current = await self._current(scope_id, request.citation)
-            if current.removed_revision is None:
-                raise MemoryValidationError(f"entry {current.entry_id!r} is active already")
-            new = self.new_version(current.entry_id, current.version + 1, source_of(current))
-            return [PlannedChange(op="reactivate", new=new, reason=request.reason)]
-
-        return await self.write_planned(
-            scope_id, request.expected_revision, plan, claim_for(type(request).__name__, [request])
-        )
+        return await writes.reactivate(self, scope_id, request)
 
     async def write_planned(
         self,
@@ -289,29 +167,8 @@ class MemoryService:
         claim: IdempotencyClaim | None,
         planned: Callable[[], WriteIndex] | None = None,
     ) -> MemoryWriteResult:
-        committed = await commit_planned(
-            self.store, self._lock(scope_id), scope_id, expected, plan, claim
-        )
-        if isinstance(committed, IdempotentWrite):
-            return await replay(
-                self.store, scope_id, committed, await self.indexer.pending(scope_id)
-            )
-        revision, news, keys = committed
-        await self.profiles.record(scope_id, revision)
-        if planned is None:  # revise, reactivate: one version, indexed alone
-            pending = await self.indexer.embed_new(scope_id, list(zip(keys, news, strict=True)))
-        else:
-            index = planned()
-            await self.threads.rewrite_neighbours(scope_id, index)
-            new = list(zip(keys, index.embeddings, strict=True))
-            pending = await self.indexer.embed_items(scope_id, new, index.re_embed)
-        stored = await self.store.fetch_versions(scope_id, keys)
-        entries = tuple(entry_from_stored(scope_id, revision, stored[key]) for key in keys)
-        return MemoryWriteResult(
-            memory_ref=MemoryRef(scope_id=scope_id, revision=revision),
-            entries=entries,
-            vectors_pending=pending,
-        )
+        """Commit a plan and index what it wrote (see memory.writes)."""
+        return await writes.write_planned(self, scope_id, expected, plan, claim, planned)
 
     # ---- index profiles ------------------------------------------------------------------
 

@@ -1,0 +1,246 @@
+"""Revisioned writes: what each one changes (its plan) and what follows its commit.
+
+A write is a plan, run under the scope lock so it reads the state its compare-and-swap
+extends, then the commit (memory.commit), then the indexing the commit makes due. Plans that
+act on an existing entry take a citation, and act only if it names the entry's latest version:
+a writer who read an older one would otherwise overwrite a change it never saw.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from powercontext.memory.commit import Planner, check_batch_size, commit_planned
+from powercontext.memory.entries import entry_from_stored
+from powercontext.memory.errors import (
+    MemoryValidationError,
+    NotFoundError,
+    RevisionConflictError,
+)
+from powercontext.memory.idempotency import claim_for, replay
+from powercontext.memory.indexing.context import IndexSource, fts_tokens
+from powercontext.memory.indexing.threads import WriteIndex, source_of
+from powercontext.memory.models import (
+    MemoryCitation,
+    MemoryRef,
+    MemoryWriteResult,
+    ReactivateMemoryRequest,
+    RememberMemoryRequest,
+    RetireMemoryRequest,
+    ReviseMemoryRequest,
+)
+from powercontext.memory.ports import (
+    IdempotencyClaim,
+    IdempotentWrite,
+    NewVersion,
+    PlannedChange,
+    StoredVersion,
+)
+from powercontext.memory.search.config import SearchConfig
+
+if TYPE_CHECKING:
+    from powercontext.memory.service import MemoryService
+
+
+def new_version(
+    config: SearchConfig,
+    entry_id: str,
+    version: int,
+    source: IndexSource,
+    tokens: str | None = None,
+) -> NewVersion:
+    """`tokens` comes from the thread or batch when the index uses neighbouring entries; a
+    lone version (revise, reactivate) is indexed alone and is nobody's neighbour."""
+    if tokens is None:
+        alone = IndexSource(
+            kind=source.kind,
+            text=source.text,
+            metadata=source.metadata,
+            occurred_at=source.occurred_at,
+        )
+        (tokens,) = fts_tokens([alone], config.index, config.analyzer)
+    return NewVersion(
+        entry_id=entry_id,
+        entry_version_id=uuid.uuid4().hex,
+        version=version,
+        kind=source.kind,
+        text=source.text,
+        metadata=dict(source.metadata),
+        index_tokens=tokens,
+        thread=source.thread,
+        occurred_at=source.occurred_at,
+    )
+
+
+async def remember_many(
+    service: MemoryService, scope_id: str, requests: Sequence[RememberMemoryRequest]
+) -> MemoryWriteResult:
+    if not requests:
+        raise MemoryValidationError("remember_many needs at least one entry")
+    check_batch_size(len(requests), service.config.max_batch_entries)
+    expected = {r.expected_revision for r in requests}
+    if len(expected) > 1:
+        raise MemoryValidationError("entries of one batch must share one expected_revision")
+    claim = claim_for("remember", requests)
+
+    sources = [source_of(request) for request in requests]
+    planned: list[WriteIndex] = []
+
+    async def plan() -> list[PlannedChange]:
+        # Read under the scope lock, so the tail is the one this commit extends.
+        index = await service.threads.plan(scope_id, sources)
+        planned[:] = [index]
+        return [
+            PlannedChange(
+                op="add",
+                new=new_version(service.config, uuid.uuid4().hex, 1, source, tokens=tokens),
+                reason=r.reason,
+            )
+            for r, source, tokens in zip(requests, sources, index.tokens, strict=True)
+        ]
+
+    return await write_planned(
+        service, scope_id, requests[0].expected_revision, plan, claim, lambda: planned[0]
+    )
+
+
+async def _cited_latest(
+    service: MemoryService, scope_id: str, citation: MemoryCitation
+) -> StoredVersion:
+    if citation.memory_ref.scope_id != scope_id:
+        raise NotFoundError("the citation belongs to another scope")
+    # A write acts on what the citation names, so it must name what `get` resolves: an
+    # erased version is 410, and a version of another entry, or a revision before the
+    # version or past the head (a made-up citation), names nothing (404).
+    if await service.get(scope_id, citation) is None:
+        raise NotFoundError(
+            f"the citation names no version of entry {citation.entry_id!r} in this scope "
+            f"at revision {citation.memory_ref.revision}"
+        )
+    latest = await service.store.latest_version(scope_id, citation.entry_id)
+    if latest is None:
+        raise NotFoundError(f"entry {citation.entry_id!r} does not exist in this scope")
+    if latest.entry_version_id != citation.entry_version_id:
+        raise RevisionConflictError(
+            f"entry {citation.entry_id!r} is at version {latest.version}; "
+            "the citation names an older version",
+            expected=None,
+            actual=None,
+        )
+    return latest
+
+
+async def revise(
+    service: MemoryService, scope_id: str, request: ReviseMemoryRequest
+) -> MemoryWriteResult:
+    async def plan() -> list[PlannedChange]:
+        current = await _cited_latest(service, scope_id, request.citation)
+        if current.removed_revision is not None:
+            raise NotFoundError(f"entry {current.entry_id!r} is retired; reactivate it first")
+        new = new_version(
+            service.config,
+            current.entry_id,
+            current.version + 1,
+            IndexSource(
+                kind=request.kind or current.kind,
+                text=request.text,
+                metadata=current.metadata if request.metadata is None else request.metadata,
+                thread=current.thread,
+                occurred_at=current.occurred_at,
+            ),
+        )
+        return [
+            PlannedChange(
+                op="revise",
+                new=new,
+                previous_entry_version_id=current.entry_version_id,
+                reason=request.reason,
+            )
+        ]
+
+    return await write_planned(
+        service,
+        scope_id,
+        request.expected_revision,
+        plan,
+        claim_for(type(request).__name__, [request]),
+    )
+
+
+async def retire(
+    service: MemoryService, scope_id: str, request: RetireMemoryRequest
+) -> MemoryWriteResult:
+    async def plan() -> list[PlannedChange]:
+        current = await _cited_latest(service, scope_id, request.citation)
+        if current.removed_revision is not None:
+            raise NotFoundError(f"entry {current.entry_id!r} is already retired")
+        return [
+            PlannedChange(
+                op="retire",
+                previous_entry_version_id=current.entry_version_id,
+                reason=request.reason,
+            )
+        ]
+
+    return await write_planned(
+        service,
+        scope_id,
+        request.expected_revision,
+        plan,
+        claim_for(type(request).__name__, [request]),
+    )
+
+
+async def reactivate(
+    service: MemoryService, scope_id: str, request: ReactivateMemoryRequest
+) -> MemoryWriteResult:
+    async def plan() -> list[PlannedChange]:
+        current = await _cited_latest(service, scope_id, request.citation)
+        if current.removed_revision is None:
+            raise MemoryValidationError(f"entry {current.entry_id!r} is active already")
+        new = new_version(service.config, current.entry_id, current.version + 1, source_of(current))
+        return [PlannedChange(op="reactivate", new=new, reason=request.reason)]
+
+    return await write_planned(
+        service,
+        scope_id,
+        request.expected_revision,
+        plan,
+        claim_for(type(request).__name__, [request]),
+    )
+
+
+async def write_planned(
+    service: MemoryService,
+    scope_id: str,
+    expected: int | None,
+    plan: Planner,
+    claim: IdempotencyClaim | None,
+    planned: Callable[[], WriteIndex] | None = None,
+) -> MemoryWriteResult:
+    """Commit `plan`, then index what it wrote. `planned` gives the thread or batch index the
+    plan built, whose neighbours the new versions change; without it they change no other."""
+    store = service.store
+    committed = await commit_planned(
+        store, service.lock_of(scope_id), scope_id, expected, plan, claim
+    )
+    if isinstance(committed, IdempotentWrite):
+        return await replay(store, scope_id, committed, await service.indexer.pending(scope_id))
+    revision, news, keys = committed
+    await service.profiles.record(scope_id, revision)
+    if planned is None:  # revise, reactivate: one version, indexed alone
+        pending = await service.indexer.embed_new(scope_id, list(zip(keys, news, strict=True)))
+    else:
+        index = planned()
+        await service.threads.rewrite_neighbours(scope_id, index)
+        new = list(zip(keys, index.embeddings, strict=True))
+        pending = await service.indexer.embed_items(scope_id, new, index.re_embed)
+    stored = await store.fetch_versions(scope_id, keys)
+    entries = tuple(entry_from_stored(scope_id, revision, stored[key]) for key in keys)
+    return MemoryWriteResult(
+        memory_ref=MemoryRef(scope_id=scope_id, revision=revision),
+        entries=entries,
+        vectors_pending=pending,
+    )
