@@ -15,6 +15,8 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _RERANK_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 _Labelled = TypeVar("_Labelled", bound=MetricWrapperBase)
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+"""Method labels kept as sent; any other (h11 passes any token through) is `other`."""
 
 
 RERANK_FAILURES = frozenset(
@@ -91,6 +93,7 @@ class ServerMetrics:
         self.vectors_pending.set_function(read)
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
+        method = method if method in _METHODS else "other"
         self._child(self.requests, route, method, str(status)).inc()
         self._child(self.latency, route, method).observe(seconds)
 

@@ -9,12 +9,15 @@ rerank call costs a generation request.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from dataclasses import dataclass
 
 from powercontext.memory.backfill import count_pending
 from powercontext.runtime import Runtime
 from powercontext.server.schemas import ReadinessCheck, ReadyResponse
+from powercontext.storage.sqlite import SqliteMemoryStore
+from powercontext.storage.sqlite.connections import MEMORY
 
 _PROBE_SCOPE = "__powercontext_readiness__"
 _PROBE_TEXT = "readiness probe"
@@ -41,6 +44,8 @@ class ReadinessProbe:
         self.failure_ttl = failure_ttl
         self._embedder: _Cached | None = None
         self._lock = asyncio.Lock()
+        self._file = _database_file(runtime)
+        self._identity = _identity(self._file) if self._file is not None else None
         self.last_counted = 0
         """Vectors pending at this probe's last own count (what /metrics shows without a
         backfill, whose counts it shows otherwise)."""
@@ -53,13 +58,17 @@ class ReadinessProbe:
         return self.last_counted
 
     async def check(self) -> ReadyResponse:
-        pending, vectors = await self._vectors()
+        # Concurrently: each check waits at most `timeout`, so a database that hangs (a
+        # stopped PostgreSQL leaves the pool waiting) costs one timeout, not one per check.
+        (pending, vectors), database, embedding_model, index_profile = await asyncio.gather(
+            self._vectors(), self._database(), self._embedding_model(), self._index_profile()
+        )
         checks = {
-            "database": await self._database(),
-            "embedding_model": await self._embedding_model(),
+            "database": database,
+            "embedding_model": embedding_model,
             "memory_reranker": self._reranker(),
             "vectors": vectors,
-            "index_profile": await self._index_profile(),
+            "index_profile": index_profile,
         }
         ready = all(c.ok for c in checks.values())
         return ReadyResponse(
@@ -95,6 +104,14 @@ class ReadinessProbe:
             await asyncio.wait_for(self.runtime.store.head(_PROBE_SCOPE), self.timeout)
         except Exception as exc:  # any failure means not ready; the type is enough to act on
             return ReadinessCheck(ok=False, detail=f"database unreachable ({type(exc).__name__})")
+        if self._file is not None and _identity(self._file) != self._identity:
+            # The open connections still answer from the old file, but what they write now is
+            # gone at the next restart (deleted) or hidden by another file (replaced).
+            return ReadinessCheck(
+                ok=False,
+                detail="the SQLite database file was deleted or replaced since the server "
+                "opened it: writes now go to the old file; restart the server",
+            )
         return ReadinessCheck(ok=True, detail="database answered")
 
     async def _embedding_model(self) -> ReadinessCheck:
@@ -145,3 +162,19 @@ class ReadinessProbe:
         if reranker is None:
             return ReadinessCheck(ok=True, detail="reranking disabled")
         return ReadinessCheck(ok=True, detail=f"{reranker.policy_id} configured (not called)")
+
+
+def _database_file(runtime: Runtime) -> str | None:
+    """The SQLite file the store has open (None in memory or on PostgreSQL)."""
+    store = runtime.store
+    if not isinstance(store, SqliteMemoryStore) or store.target == MEMORY:
+        return None
+    return store.target
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino

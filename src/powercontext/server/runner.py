@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import uvicorn
@@ -111,6 +111,24 @@ def _uvicorn_options(settings: ServerSettings) -> dict[str, Any]:
     }
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, minus re-raising the stop signal once it shut down cleanly.
+
+    uvicorn kills its own process with the captured SIGTERM/SIGINT after a graceful shutdown,
+    so `server run` would end by signal (143 in a shell, a failure to a supervisor that checks
+    the code) before the runtime is closed. A clean stop exits 0 once the database is closed;
+    a shutdown that raises still re-raises the signal."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        with super().capture_signals():
+            yield
+            # uvicorn's own list (0.29+); absent in a later version, the signal is re-raised.
+            captured = getattr(self, "_captured_signals", None)
+            if isinstance(captured, list):
+                captured.clear()
+
+
 async def _check_opens(settings: ServerSettings) -> None:
     async with open_runtime(settings):
         pass
@@ -128,4 +146,4 @@ async def _serve(settings: ServerSettings) -> None:
     async with open_runtime(settings, search_observer=observer) as runtime:
         opened.append(runtime)
         config = uvicorn.Config(app, **_uvicorn_options(settings))
-        await uvicorn.Server(config).serve()
+        await _Server(config).serve()
