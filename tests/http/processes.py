@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
 import time
 
 import httpx
@@ -28,3 +29,17 @@ def wait_until_healthy(process: subprocess.Popen[str], url: str, seconds: float 
         assert process.poll() is None, process.stderr.read() if process.stderr else ""
         assert time.monotonic() < deadline, "server did not start"
         time.sleep(0.1)
+
+
+def start_server(env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str], str]:
+    """`powercontext server run` on a free port with this environment (stderr piped, as text);
+    returns the process and its base URL. The caller waits for health and stops it."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "powercontext.cli", "server", "run", "--port", str(port), *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return process, f"http://127.0.0.1:{port}"

@@ -12,8 +12,6 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -27,7 +25,7 @@ from powercontext.memory.models import RememberMemoryRequest
 from powercontext.runtime import open_runtime
 from powercontext.server import create_app
 from powercontext.server.readiness import ReadinessProbe
-from tests.http.processes import free_port, wait_until_healthy
+from tests.http.processes import start_server, wait_until_healthy
 
 KEY = "ops-key-7Q2xVb-secret"
 MEMORY_MARKER = "zorblatt-memory-marker"
@@ -45,21 +43,13 @@ def _series(text: str) -> list[tuple[str, dict[str, str]]]:
 
 def test_sigterm_exits_0_closed_and_the_log_and_metrics_leak_nothing(tmp_path: Path) -> None:
     db = tmp_path / "ops.db"
-    port = free_port()
     env = os.environ | {
         "POWERCONTEXT_SERVER_DATABASE_URL": f"sqlite:///{db}",
         "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL": "hash",
         "POWERCONTEXT_SERVER_LOG_FORMAT": "json",
         "POWERCONTEXT_SERVER_HTTP_API_KEYS": json.dumps({KEY: ["*"]}),
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "powercontext.cli", "server", "run", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
+    process, url = start_server(env)
     try:
         wait_until_healthy(process, url)
         keyed = {"Authorization": f"Bearer {KEY}"}

@@ -5,30 +5,20 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 
-from tests.http.processes import free_port, wait_until_healthy
+from tests.http.processes import start_server, wait_until_healthy
 
 
 def test_server_run_serves_logs_and_shuts_down_gracefully(tmp_path: Path) -> None:
-    port = free_port()
     env = os.environ | {
         "POWERCONTEXT_SERVER_DATABASE_URL": f"sqlite:///{tmp_path / 'proc.db'}",
         "POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL": "none",
         "POWERCONTEXT_SERVER_LOG_FORMAT": "json",
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "powercontext.cli", "server", "run", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
+    process, url = start_server(env)
     try:
         wait_until_healthy(process, url)
         with httpx.Client(base_url=url) as client:

@@ -160,13 +160,7 @@ async def revise(
             )
         ]
 
-    return await write_planned(
-        service,
-        scope_id,
-        request.expected_revision,
-        plan,
-        claim_for(type(request).__name__, [request]),
-    )
+    return await _write_one(service, scope_id, request, plan)
 
 
 async def retire(
@@ -184,13 +178,7 @@ async def retire(
             )
         ]
 
-    return await write_planned(
-        service,
-        scope_id,
-        request.expected_revision,
-        plan,
-        claim_for(type(request).__name__, [request]),
-    )
+    return await _write_one(service, scope_id, request, plan)
 
 
 async def reactivate(
@@ -203,13 +191,7 @@ async def reactivate(
         new = new_version(service.config, current.entry_id, current.version + 1, source_of(current))
         return [PlannedChange(op="reactivate", new=new, reason=request.reason)]
 
-    return await write_planned(
-        service,
-        scope_id,
-        request.expected_revision,
-        plan,
-        claim_for(type(request).__name__, [request]),
-    )
+    return await _write_one(service, scope_id, request, plan)
 
 
 async def write_planned(
@@ -244,3 +226,14 @@ async def write_planned(
         entries=entries,
         vectors_pending=pending,
     )
+
+
+async def _write_one(
+    service: MemoryService,
+    scope_id: str,
+    request: ReviseMemoryRequest | RetireMemoryRequest | ReactivateMemoryRequest,
+    plan: Planner,
+) -> MemoryWriteResult:
+    """A single-entry write: its own compare-and-swap and idempotency claim, no batch index."""
+    claim = claim_for(type(request).__name__, [request])
+    return await write_planned(service, scope_id, request.expected_revision, plan, claim)
