@@ -224,17 +224,22 @@ class VectorQuery(RevisionQuery):
 
 @dataclass(frozen=True, slots=True)
 class TombstoneQuery:
-    """A read of the tombstones of one version (`entry_version_id`) or of every version of
-    one entry (`entry_id`) of a scope: exactly one of the two is named."""
+    """A read of the tombstones of one version (`entry_version_id`), of every version of one
+    entry (`entry_id`) or of several entries (`entry_ids`, one read for an import batch) of
+    a scope: exactly one of the three is named. Entries' tombstones come oldest first."""
 
     scope_id: str
     _: KW_ONLY
     entry_id: str | None = None
     entry_version_id: str | None = None
+    entry_ids: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        if (self.entry_id is None) == (self.entry_version_id is None):
-            raise ValueError("a tombstone query names one of entry_id and entry_version_id")
+        named = (self.entry_id, self.entry_version_id, self.entry_ids)
+        if sum(value is not None for value in named) != 1:
+            raise ValueError(
+                "a tombstone query names one of entry_id, entry_version_id and entry_ids"
+            )
 
 
 @dataclass(frozen=True, slots=True)

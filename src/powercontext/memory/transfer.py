@@ -22,7 +22,6 @@ never written again: `skip` leaves it out, `fail` and `replace` refuse it.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import (
     AsyncGenerator,
@@ -270,10 +269,12 @@ async def add_entries(
 async def _erased(store: MemoryStore, scope_id: str, ids: Sequence[str]) -> dict[str, Tombstone]:
     """The tombstone of each of `ids` erased from the scope: an id with no stored version may
     be one whose every version was erased, which a lookup must keep answering as erased."""
-    found = await asyncio.gather(
-        *(store.tombstones(TombstoneQuery(scope_id, entry_id=entry_id)) for entry_id in ids)
-    )
-    return {entry_id: stones[-1] for entry_id, stones in zip(ids, found, strict=True) if stones}
+    erased: dict[str, Tombstone] = {}
+    for start in range(0, len(ids), IMPORT_BATCH_ENTRIES):  # bounded SQL parameter lists
+        part = tuple(ids[start : start + IMPORT_BATCH_ENTRIES])
+        for stone in await store.tombstones(TombstoneQuery(scope_id, entry_ids=part)):
+            erased[stone.entry_id] = stone  # oldest first: an entry's last erasure wins
+    return erased
 
 
 def _change(

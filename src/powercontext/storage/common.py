@@ -353,19 +353,24 @@ def idempotent_write_from_row(
     return IdempotentWrite(body_hash=row[0], revision=int(row[1]), keys=tuple(keys(row[2])))
 
 
-def tombstone_query(query: TombstoneQuery, dialect: Dialect) -> tuple[str, tuple[str, str]]:
+def tombstone_query(query: TombstoneQuery, dialect: Dialect) -> tuple[str, tuple[str, ...]]:
     """The SQL and parameters of `query` in `dialect`: the tombstones of one version (by
-    version id) or of every version of an entry, oldest first."""
+    version id), or of every version of one or several entries, oldest first."""
     select = (
         "SELECT entry_id, entry_version_id, version, erased_revision, erased_at, actor "
         "FROM erased_versions WHERE scope_id = ?"
     )
+    values: tuple[str, ...]
     if query.entry_version_id is not None:
-        where, value = " AND entry_version_id = ?", query.entry_version_id
+        where, values = " AND entry_version_id = ?", (query.entry_version_id,)
+    elif query.entry_id is not None:
+        where, values = " AND entry_id = ? ORDER BY version", (query.entry_id,)
     else:
-        assert query.entry_id is not None  # a TombstoneQuery names one of the two
-        where, value = " AND entry_id = ? ORDER BY version", query.entry_id
-    return (select + where).replace("?", placeholder(dialect)), (query.scope_id, value)
+        assert query.entry_ids is not None  # a TombstoneQuery names one of the three
+        values = query.entry_ids or ("",)  # IN () is not SQL; no entry id is empty
+        marks = ",".join("?" * len(values))
+        where = f" AND entry_id IN ({marks}) ORDER BY entry_id, version"
+    return (select + where).replace("?", placeholder(dialect)), (query.scope_id, *values)
 
 
 def tombstone_from_row(row: Sequence[Any], erased_at: datetime) -> Tombstone:

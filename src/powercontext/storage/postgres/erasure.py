@@ -127,6 +127,9 @@ async def erase(conn: AsyncConnection[TupleRow], request: ErasureRequest) -> Era
 
 
 async def tombstones(conn: AsyncConnection[TupleRow], query: TombstoneQuery) -> list[Tombstone]:
+    if query.entry_ids is not None:  # an id no row can hold finds nothing, the others still do
+        kept = tuple(i for i in query.entry_ids if reads.findable((i,)))
+        query = TombstoneQuery(query.scope_id, entry_ids=kept)
     sql, params = tombstone_query(query, "postgres")
     if not reads.findable(params):
         return []
