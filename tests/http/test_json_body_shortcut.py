@@ -1,5 +1,6 @@
-"""A well-formed JSON call skips FastAPI's dependency solving (server CPU per request); every
-answer must stay the one FastAPI's own handler gives, errors and their order included.
+"""A well-formed JSON call goes straight to its endpoint (server.direct: no router, no
+dependency solving; server CPU per request); every answer must stay the one FastAPI's own
+handler gives, errors and their order included.
 
 `Content-Type: application/json` takes the shortcut; `application/json; charset=utf-8` is
 the same body through FastAPI's handler, so each case is sent both ways and compared.
@@ -12,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from powercontext.server import routes
+from powercontext.server import direct
+from powercontext.server.app import create_app
+from powercontext.server.operations import OPERATIONS
 from tests.http.conftest import KEY_A, KEY_B, Served
 
 SHORTCUT = "application/json"
@@ -66,14 +69,14 @@ def test_only_well_formed_calls_take_the_shortcut(
     seeded: Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     taken: list[bool] = []
-    original = routes._well_formed
+    original = direct._well_formed
 
     async def counted(*args: Any) -> Any:
         ready = await original(*args)
         taken.append(ready is not None)
         return ready
 
-    monkeypatch.setattr(routes, "_well_formed", counted)
+    monkeypatch.setattr(direct, "_well_formed", counted)
     for case, (key, body) in CASES.items():
         taken.clear()
         _send(seeded, key, body, SHORTCUT)
@@ -83,3 +86,25 @@ def test_only_well_formed_calls_take_the_shortcut(
             assert taken == [True], case
         else:
             assert True not in taken, case
+
+
+def test_every_json_operation_has_a_direct_target() -> None:
+    app = create_app()
+    targets = direct.direct_targets(app, OPERATIONS)
+    json_posts = {
+        op.http.path
+        for op in OPERATIONS
+        if op.http is not None and op.http.method == "POST" and op.http.raw is None
+    }
+    assert set(targets) == json_posts
+    for path, target in targets.items():
+        assert target.route.path == path
+
+
+def test_a_direct_call_is_counted_under_its_route(seeded: Served) -> None:
+    status, _ = _send(seeded, KEY_A, CASES["valid"][1], SHORTCUT)
+    assert status == 200
+    with seeded.client(KEY_A) as client:
+        metrics = client.get("/metrics").text
+    assert 'method="POST",route="/v1/memory/search",status="200"' in metrics
+    assert 'method="POST",route="unmatched",status="200"' not in metrics

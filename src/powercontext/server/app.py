@@ -15,6 +15,7 @@ from powercontext.runtime import Runtime, open_runtime
 from powercontext.server.auth import ApiKeyAuthority
 from powercontext.server.capability import log_search_capability
 from powercontext.server.contract import DESCRIPTION, TITLE, generate_openapi, load_contract
+from powercontext.server.direct import DirectJsonCalls
 from powercontext.server.docs_page import docs_router
 from powercontext.server.errors import install_error_handlers
 from powercontext.server.gate import RequestGate
@@ -103,6 +104,7 @@ def create_app(
     app.router.routes.append(McpRoute(mcp_tools))
     install_ui(app, settings)  # /ui, off unless POWERCONTEXT_SERVER_UI_ENABLED=true
     install_error_handlers(app)
+    app.add_middleware(DirectJsonCalls, fastapi_app=app, operations=OPERATIONS)
     app.add_middleware(
         RequestContextMiddleware,
         metrics=state.metrics,

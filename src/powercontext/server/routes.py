@@ -7,19 +7,17 @@ runs.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.routing import APIRoute
-from fastapi.telemetry import get_telemetry_data
 from pydantic import BaseModel, TypeAdapter
 from starlette.responses import JSONResponse, Response
 
 from powercontext import __version__
 from powercontext.memory.error_codes import described
-from powercontext.server.calls import Call, bearer, caller, declare_endpoint
+from powercontext.server.calls import Call, declare_endpoint
 from powercontext.server.contract import RAW_SCHEMAS
 from powercontext.server.metrics import CONTENT_TYPE
 from powercontext.server.operations import OPERATIONS, HttpRoute, Operation
@@ -67,53 +65,6 @@ def _endpoint(operation: Operation, route: HttpRoute) -> Any:
 
     body = operation.request if route.method == "POST" and raw is None else None
     return declare_endpoint(endpoint, operation.operation_id, body)
-
-
-def _json_body_route(operation: Operation) -> type[APIRoute]:
-    """The route class of a POST whose JSON body FastAPI validates: a well-formed call (a
-    JSON object body that validates, a key the authority accepts) goes straight to the
-    endpoint; anything else takes FastAPI's own handler, which answers it as before.
-
-    Same checks, same order of outcomes, same answer: the shortcut runs the bearer scheme and
-    the `_caller` dependency themselves and validates the body the way FastAPI does (JSON,
-    then the model in Python mode), only without FastAPI's per-request dependency solving,
-    a quarter of the server's CPU outside the search. Any refusal or invalid body falls back
-    before the operation runs, so FastAPI raises the error itself (401 before 422 included).
-    """
-    body_type = TypeAdapter(operation.request)
-
-    class JsonBodyRoute(APIRoute):
-        def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-            fastapi_handler = super().get_route_handler()
-            endpoint = self.endpoint
-
-            async def handler(request: Request) -> Response:
-                ready = await _well_formed(request, body_type)
-                if ready is None:
-                    return await fastapi_handler(request)
-                grant, body = ready
-                response: Response = await endpoint(request=request, grant=grant, body=body)
-                return response
-
-            return handler
-
-    return JsonBodyRoute
-
-
-async def _well_formed(request: Request, body_type: TypeAdapter[Any]) -> tuple[Any, Any] | None:
-    """(grant, validated body) of a well-formed call, else None (FastAPI's handler answers)."""
-    if request.app.dependency_overrides or get_telemetry_data() is not None:
-        return None
-    if request.headers.get("content-type") != "application/json":
-        return None
-    try:
-        grant = await caller(request, await bearer(request))
-        body = await request.body()
-        if not body:
-            return None
-        return grant, body_type.validate_python(json.loads(body), from_attributes=True)
-    except Exception:  # a refusal or an invalid body: FastAPI's handler raises it again
-        return None
 
 
 def _raw_openapi(operation: Operation, route: HttpRoute) -> dict[str, Any] | None:
@@ -164,12 +115,10 @@ def register_operations(router: APIRouter, operations: Iterable[Operation]) -> N
         route = operation.http
         if route is None:
             continue
-        json_body = route.method == "POST" and route.raw is None
         router.add_api_route(
             route.path,
             _endpoint(operation, route),
             methods=[route.method],
-            route_class_override=_json_body_route(operation) if json_body else None,
             response_model=operation.response,
             responses=error_responses(
                 *route.errors, raw_json=route.response_media_type != "application/json"
