@@ -27,9 +27,10 @@ from fastapi.telemetry import get_telemetry_data
 from pydantic import TypeAdapter
 from starlette.responses import Response
 from starlette.routing import Match
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from powercontext.server.calls import bearer, caller
+from powercontext.server.middleware import replay_body
 from powercontext.server.operations import Operation
 
 
@@ -96,11 +97,11 @@ class DirectJsonCalls:
         if body is None:  # the client left mid-body: the app's own path reports it
             await self.app(scope, receive, send)
             return
-        replay = _replay(body, receive)
+        replay = replay_body(body, receive)
         request = Request(scope, replay)
         ready = await _well_formed(request, body, target.body_type)
         if ready is None:
-            await self.app(scope, _replay(body, receive), send)
+            await self.app(scope, replay_body(body, receive), send)
             return
         grant, validated = ready
         route = target.route
@@ -126,19 +127,6 @@ async def _whole_body(receive: Receive) -> bytes | None:
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    delivered = False
-
-    async def replay() -> Message:
-        nonlocal delivered
-        if not delivered:
-            delivered = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
 
 
 async def _well_formed(

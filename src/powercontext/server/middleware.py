@@ -123,7 +123,7 @@ class RequestContextMiddleware:
                 and scope.get("path") not in self.streaming_paths
             ):
                 body = await self._read_body(scope, receive)
-                receive = _replay(body, receive)
+                receive = replay_body(body, receive)
             await self.app(scope, receive, send_with_id)
         except _TooLarge as exc:
             status = 413
@@ -218,7 +218,8 @@ class RequestContextMiddleware:
         return b"".join(chunks)
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay_body(body: bytes, receive: Receive) -> Receive:
+    """`receive` that hands on `body` once (read already), then the connection's messages."""
     delivered = False
 
     async def replay() -> Message:
