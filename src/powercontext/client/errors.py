@@ -172,16 +172,28 @@ _CLASSES: dict[str, type[ApiError]] = {
     )
 }
 _BY_CODE: dict[str, type[ApiError]] = {spec.code: _CLASSES[spec.sdk] for spec in ERRORS}
+_FOREIGN_STATUS: dict[int, tuple[str, type[ApiError]]] = {
+    401: ("unauthorized", UnauthorizedError),
+    403: ("forbidden", ForbiddenError),
+    413: ("payload_too_large", ApiPayloadTooLargeError),
+}
 
 
-def error_from_response(status_code: int, payload: Any, request_id: str | None) -> ApiError:
-    """The typed error of an error response; a body that is not our envelope is a ServerError."""
+def error_from_response(
+    status_code: int, payload: Any, request_id: str | None, *, content_type: str | None = None
+) -> ApiError:
+    """The typed error of an error response; a body that is not our envelope is a ServerError,
+    or for 401, 403 and 413 their class, since a proxy in front often answers those itself."""
     error = payload.get("error") if isinstance(payload, dict) else None
     if not isinstance(error, dict) or not isinstance(error.get("code"), str):
-        return ServerError(
-            f"unexpected HTTP {status_code} response",
+        code, cls = _FOREIGN_STATUS.get(status_code, ("internal_error", ServerError))
+        # A proxy's HTML page said only "unexpected HTTP 502": name what answered instead.
+        media = content_type.split(";")[0].strip() if content_type else "no content type"
+        return cls(
+            f"HTTP {status_code} ({media}) without a PowerContext error envelope; is a proxy "
+            "or another service answering at this server URL?",
             status_code=status_code,
-            code="internal_error",
+            code=code,
             request_id=request_id,
         )
     code = error["code"]
@@ -194,3 +206,38 @@ def error_from_response(status_code: int, payload: Any, request_id: str | None) 
         details=details if isinstance(details, dict) else {},
         request_id=request_id,
     )
+
+
+def error_from_http(response: httpx.Response) -> ApiError:
+    """`error_from_response` of a received response, whatever its body."""
+    try:
+        payload: Any = response.json()
+    except ValueError:
+        payload = None
+    return error_from_response(
+        response.status_code,
+        payload,
+        response.headers.get("x-request-id"),
+        content_type=response.headers.get("content-type"),
+    )
+
+
+def unexpected_answer(response: httpx.Response, why: str) -> ServerError:
+    """A success whose body is not what the route answers (not JSON, or another shape): a
+    proxy, another service, or a server of another version; never a raw parser error."""
+    request = response.request
+    why = why.splitlines()[0] if why else why  # pydantic's errors run over many lines
+    return ServerError(
+        f"the answer to {request.method} {request.url.path} is not what this SDK expects "
+        f"({why}); is the server a PowerContext of the same version, without a proxy "
+        "rewriting answers?",
+        status_code=response.status_code,
+        code="internal_error",
+        request_id=response.headers.get("x-request-id"),
+    )
+
+
+def names_no_route(error: ApiError) -> bool:
+    """A 404 for the URL itself (a wrong path prefix in the server URL, an older server), not
+    for what the request named. The server's envelope tells them apart only by its message."""
+    return error.code == "not_found" and error.message.startswith("no route ")

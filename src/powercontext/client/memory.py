@@ -82,10 +82,6 @@ def _described(method: M, name: str, call: Callable[..., Any], owner: str) -> M:
     return method
 
 
-def _forget_request(request: ForgetMemoryRequest | str) -> ForgetMemoryRequest:
-    return ForgetMemoryRequest(entry_ids=(request,)) if isinstance(request, str) else request
-
-
 class AsyncScopedMemoryClient:
     """`await client.memory.for_scope("project").search(SearchMemoryRequest(query=...))`."""
 
@@ -112,7 +108,7 @@ class AsyncScopedMemoryClient:
 
     async def forget(self, request: ForgetMemoryRequest | str) -> MemoryForgetResult:
         """Erase every version of an entry for good (410 `erased` for it afterwards)."""
-        return await self._t.run(wire.forget(self.scope_id, _forget_request(request)))
+        return await self._t.run(wire.forget(self.scope_id, request))
 
     async def forget_scope(self, request: ForgetScopeRequest | None = None) -> MemoryForgetResult:
         """Erase every entry version of this scope for good."""
@@ -196,7 +192,7 @@ class SyncScopedMemoryClient:
 
     def forget(self, request: ForgetMemoryRequest | str) -> MemoryForgetResult:
         """Erase every version of an entry for good (410 `erased` for it afterwards)."""
-        return self._t.run(wire.forget(self.scope_id, _forget_request(request)))
+        return self._t.run(wire.forget(self.scope_id, request))
 
     def forget_scope(self, request: ForgetScopeRequest | None = None) -> MemoryForgetResult:
         """Erase every entry version of this scope for good."""

@@ -47,7 +47,8 @@ class ClientSettings(BaseSettings):
     timeout: float = Field(default=30.0, gt=0, le=3600)
     """Seconds per HTTP request (connect, read, write and pool)."""
     max_retries: int = Field(default=3, ge=0, le=10)
-    """Retries of an idempotent call after a 503 or a connection failure; writes never retry."""
+    """Retries of an idempotent call after a 503 or a connection failure: reads, and writes,
+    which the SDK always sends with an idempotency key (an import is never retried)."""
     retry_backoff: float = Field(default=0.2, ge=0, le=30)
     """First retry delay in seconds; doubles per retry, capped at `retry_backoff_max`."""
     retry_backoff_max: float = Field(default=5.0, ge=0, le=120)

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from powercontext.client.errors import ApiError, connection_failed, error_from_response
+from powercontext.client.errors import connection_failed, error_from_http, unexpected_answer
 from powercontext.client.transport import NDJSON, scaled_timeout
 from powercontext.memory.transfer import (
     IMPORT_BATCH_ENTRIES,
@@ -54,14 +54,6 @@ def _export_params(scope_id: str, revision: int | None) -> dict[str, Any]:
     return {"scope_id": scope_id} | ({} if revision is None else {"revision": revision})
 
 
-def _error(response: httpx.Response) -> ApiError:
-    try:
-        payload: Any = response.json()
-    except ValueError:
-        payload = None
-    return error_from_response(response.status_code, payload, response.headers.get("x-request-id"))
-
-
 class _LineCounter:
     """Turns lines into request body chunks, counting entry lines for progress."""
 
@@ -85,10 +77,13 @@ class _LineCounter:
 
     def finish(self, response: httpx.Response) -> ImportResult:
         if not response.is_success:
-            raise _error(response)
+            raise error_from_http(response)
         if self.progress is not None:
             self.progress(self.sent, self.total)
-        return ImportResult.model_validate(response.json())
+        try:
+            return ImportResult.model_validate(response.json())
+        except ValueError as exc:  # not JSON, or not an ImportResult (pydantic's error)
+            raise unexpected_answer(response, f"{type(exc).__name__}: {exc}") from exc
 
 
 def _entry_count(header: str) -> int | None:
@@ -120,7 +115,7 @@ async def export_lines(
         ) as response:
             if not response.is_success:
                 await response.aread()
-                raise _error(response)
+                raise error_from_http(response)
             lines = _Lines()
             async for chunk in response.aiter_bytes():
                 for line in lines.feed(chunk):
@@ -165,7 +160,7 @@ def export_lines_sync(
         with http.stream("GET", EXPORT_PATH, params=_export_params(scope_id, revision)) as response:
             if not response.is_success:
                 response.read()
-                raise _error(response)
+                raise error_from_http(response)
             lines = _Lines()
             for chunk in response.iter_bytes():
                 yield from lines.feed(chunk)

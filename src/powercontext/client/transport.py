@@ -19,7 +19,12 @@ from typing import Any, TypeVar
 
 import httpx
 
-from powercontext.client.errors import ServerError, connection_failed, error_from_response
+from powercontext.client.errors import (
+    connection_failed,
+    error_from_http,
+    names_no_route,
+    unexpected_answer,
+)
 from powercontext.client.wire import Call
 
 T = TypeVar("T")
@@ -59,24 +64,21 @@ class RetryPolicy:
 
 
 def _result(call: Call[T], response: httpx.Response) -> T:
-    request_id = response.headers.get("x-request-id")
+    if not (response.is_success or (call.accept_unavailable and response.status_code == 503)):
+        error = error_from_http(response)
+        # A wrong path in the server URL is a 404 too: `get` must not read it as "no entry".
+        if call.none_on_not_found and error.code == "not_found" and not names_no_route(error):
+            return None  # type: ignore[return-value]  # Call[X | None] by construction
+        raise error
     try:
         payload: Any = response.json()
     except ValueError:
-        payload = None
-    if response.is_success or (call.accept_unavailable and response.status_code == 503):
-        if payload is None:
-            raise ServerError(
-                "the server answered without a JSON body",
-                status_code=response.status_code,
-                code="internal_error",
-                request_id=request_id,
-            )
+        raise unexpected_answer(response, "not JSON") from None
+    try:
         return call.parse(payload)
-    error = error_from_response(response.status_code, payload, request_id)
-    if call.none_on_not_found and error.code == "not_found":
-        return None  # type: ignore[return-value]  # Call[X | None] by construction
-    raise error
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        # pydantic's ValidationError is a ValueError; the others come from the search parser.
+        raise unexpected_answer(response, f"{type(exc).__name__}: {exc}") from exc
 
 
 def _delay_after_failure(

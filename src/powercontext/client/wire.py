@@ -7,7 +7,7 @@ to parse a success into the runtime's own models. The async and the sync clients
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
@@ -99,6 +99,24 @@ W = TypeVar(
 )
 
 
+def _check(method: str, value: object, cls: type[Any] | tuple[type[Any], ...]) -> None:
+    """A wrong argument type as a TypeError naming what `method` takes: a dict or a str got as
+    far as an AttributeError deep in the SDK ("'dict' object has no attribute ...")."""
+    if not isinstance(value, cls):
+        names = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
+        raise TypeError(f"{method} takes a {names}, not {type(value).__name__}")
+
+
+def _each(method: str, values: object, cls: type[Any]) -> list[Any]:
+    """`values` as a list of `cls`; a str, a dict or one model is not a batch of them."""
+    if isinstance(values, (str, bytes, dict, BaseModel)) or not isinstance(values, Iterable):
+        raise TypeError(f"{method} takes a list of {cls.__name__}, not {type(values).__name__}")
+    items = list(values)
+    for item in items:
+        _check(method, item, cls)
+    return items
+
+
 def _keyed(request: W) -> W:
     """The request with an idempotency key: the caller's, or a fresh one. A keyed write is
     safe to retry (the server answers a repeat with the original result), so the transport
@@ -160,6 +178,7 @@ def _head(payload: Any) -> MemoryRef | None:
 
 
 def remember(scope_id: str, request: RememberMemoryRequest) -> Call[MemoryWriteResult]:
+    _check("remember", request, RememberMemoryRequest)
     return _write("/v1/memory/remember", scope_id, _keyed(request))
 
 
@@ -167,7 +186,7 @@ def remember_many(
     scope_id: str, requests: Sequence[RememberMemoryRequest]
 ) -> Call[MemoryWriteResult]:
     """One call and one revision for any size (client/batches.py says which route)."""
-    batch = remember_body(scope_id, requests)
+    batch = remember_body(scope_id, _each("remember_many", requests, RememberMemoryRequest))
     path = "/v1/memory/remember" if batch.json is not None else "/v1/memory/remember/stream"
     return Call(
         "POST",
@@ -184,6 +203,7 @@ def remember_many(
 def search(
     scope_id: str, request: SearchMemoryRequest, include_rerank: IncludeRerank = "none"
 ) -> Call[MemorySearchPage]:
+    _check("search", request, SearchMemoryRequest)
     extra = {"include_rerank": include_rerank} if include_rerank != "none" else {}
     return Call(
         "POST",
@@ -199,6 +219,7 @@ def search_batch(
     requests: Sequence[SearchMemoryRequest],
     include_rerank: IncludeRerank = "none",
 ) -> Call[tuple[MemorySearchPage, ...]]:
+    requests = _each("search_batch", requests, SearchMemoryRequest)
     if not requests:
         raise MemoryValidationError("a batch search needs at least one request")
     # The route takes one revision per batch (the runtime's rule too); refuse rather than pick.
@@ -234,6 +255,7 @@ def list_entries(
     """The SDK clients' `list` (client.memory): its parameters and defaults are theirs."""
     body: dict[str, Any] = {"scope_id": scope_id, "limit": limit}
     if where is not None:
+        _check("list", where, MemoryFilter)
         body["filter"] = where.model_dump(mode="json", exclude_none=True)
     if revision is not None:
         body["revision"] = revision
@@ -245,6 +267,7 @@ def list_entries(
 
 
 def get(scope_id: str, citation: MemoryCitation) -> Call[MemoryEntry | None]:
+    _check("get", citation, MemoryCitation)
     return Call(
         "POST",
         "/v1/memory/entries/get",
@@ -256,14 +279,17 @@ def get(scope_id: str, citation: MemoryCitation) -> Call[MemoryEntry | None]:
 
 
 def revise(scope_id: str, request: ReviseMemoryRequest) -> Call[MemoryWriteResult]:
+    _check("revise", request, ReviseMemoryRequest)
     return _write("/v1/memory/entries/revise", scope_id, _keyed(request))
 
 
 def retire(scope_id: str, request: RetireMemoryRequest) -> Call[MemoryWriteResult]:
+    _check("retire", request, RetireMemoryRequest)
     return _write("/v1/memory/entries/retire", scope_id, _keyed(request))
 
 
 def reactivate(scope_id: str, request: ReactivateMemoryRequest) -> Call[MemoryWriteResult]:
+    _check("reactivate", request, ReactivateMemoryRequest)
     return _write("/v1/memory/entries/reactivate", scope_id, _keyed(request))
 
 
@@ -301,11 +327,16 @@ def _erasure(
     )
 
 
-def forget(scope_id: str, request: ForgetMemoryRequest) -> Call[MemoryForgetResult]:
+def forget(scope_id: str, request: ForgetMemoryRequest | str) -> Call[MemoryForgetResult]:
+    """`request` is a request or one entry id."""
+    _check("forget", request, (ForgetMemoryRequest, str))
+    if isinstance(request, str):
+        request = ForgetMemoryRequest(entry_ids=(request,))
     return _erasure("/v1/memory/forget", scope_id, _keyed(request), len(request.entry_ids))
 
 
 def forget_scope(scope_id: str, request: ForgetScopeRequest) -> Call[MemoryForgetResult]:
+    _check("forget_scope", request, ForgetScopeRequest)
     return _erasure("/v1/scopes/forget", scope_id, _keyed(request))
 
 
