@@ -32,3 +32,8 @@ def __getattr__(name: str) -> Any:
 
         return getattr(runtime, name)
     raise AttributeError(f"module 'powercontext' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # The lazy names too, so `dir()` and completion show what `__getattr__` serves.
+    return sorted({*globals(), *__all__})

@@ -46,10 +46,12 @@ class Runtime:
 
     @property
     def embedding_model(self) -> EmbeddingModel | None:
+        """The embedding model in use; None when vectors are off."""
         return self.memory.embedder
 
     @property
     def memory_reranker(self) -> MemoryReranker | None:
+        """The reranker in use (guarded as configured); None when reranking is off."""
         return self.memory.reranker
 
     async def reindex(
@@ -61,6 +63,10 @@ class Runtime:
         current index profile (no revision is made), and record that profile with the scope.
         The background backfill pauses meanwhile, so the two never embed the same versions
         and the counts are this call's own."""
+        async with self.memory.calls.call():
+            return await self._reindex(progress, rebuild)
+
+    async def _reindex(self, progress: ReindexProgress | None, rebuild: bool) -> dict[str, int]:
         if self.backfill is not None:
             await self.backfill.stop()
         counts: dict[str, int] = {}
@@ -76,7 +82,8 @@ class Runtime:
                 else:
                     counts[scope_id] = await self.memory.reindex(scope_id, report)
         finally:
-            if self.backfill is not None:
+            # Not once the runtime closes: the filler would outlive the store it reads.
+            if self.backfill is not None and not self.memory.calls.closed:
                 self.backfill.start()
         return counts
 
@@ -249,8 +256,12 @@ async def open_runtime(
     try:
         yield Runtime(settings=settings, store=store, memory=service, backfill=backfill)
     finally:
+        # New calls are refused first, so nothing restarts the backfill; the calls in flight
+        # (a write between its commit and its read-back) finish before the store closes.
+        service.calls.refuse()
         if backfill is not None:
-            await backfill.stop()  # before the store closes under it
+            await backfill.stop()
+        await service.calls.close()
         await _close_built_reranker(reranker, injected=memory_reranker is not None)
         if owned:
             await store.close()

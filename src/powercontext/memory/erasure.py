@@ -37,7 +37,7 @@ from powercontext.memory.ports import (
     IdempotentWrite,
 )
 from powercontext.memory.tombstones import raise_if_entry_erased
-from powercontext.memory.values import IdempotencyKey, Reason
+from powercontext.memory.values import MAX_REVISION, IdempotencyKey, LookupEntryId, Reason
 
 if TYPE_CHECKING:
     from powercontext.memory.service import MemoryService
@@ -55,10 +55,10 @@ class _Frozen(BaseModel):
 class ForgetMemoryRequest(_Frozen):
     """Erase every version of the named entries (all of them or none)."""
 
-    entry_ids: tuple[str, ...] = Field(min_length=1, max_length=MAX_FORGET_ENTRIES)
+    entry_ids: tuple[LookupEntryId, ...] = Field(min_length=1, max_length=MAX_FORGET_ENTRIES)
     reason: Reason | None = None
     """An audit note kept with the `forget` changes; never put the erased content here."""
-    expected_revision: int | None = Field(default=None, ge=0)
+    expected_revision: int | None = Field(default=None, ge=0, le=MAX_REVISION)
     idempotency_key: IdempotencyKey | None = None
     """A retry with the same key and body answers the original result (not 410 `erased`)."""
 
@@ -67,12 +67,14 @@ class ForgetScopeRequest(_Frozen):
     """Erase every entry version of the scope; its revisions and tombstones remain."""
 
     reason: Reason | None = None
-    expected_revision: int | None = Field(default=None, ge=0)
+    expected_revision: int | None = Field(default=None, ge=0, le=MAX_REVISION)
     idempotency_key: IdempotencyKey | None = None
     """As for ForgetMemoryRequest."""
 
 
 class MemoryForgetResult(_Frozen):
+    """What an erasure did: its revision and the entries and versions it erased."""
+
     memory_ref: MemoryRef | None
     """The revision the erasure made (the head, unchanged, when nothing was left to erase;
     None for a scope with no revision)."""

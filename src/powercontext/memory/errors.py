@@ -75,14 +75,20 @@ class InferenceError(PowerContextError):
 
 
 class InferenceTimeoutError(InferenceError):
+    """The provider did not answer within its deadline."""
+
     code = "inference_timeout"
 
 
 class InferenceUnavailableError(InferenceError):
+    """The provider could not be reached or answered with an error."""
+
     code = "inference_unavailable"
 
 
 class InvalidInferenceOutputError(InferenceError):
+    """The provider answered, but with output PowerContext cannot use."""
+
     code = "inference_invalid_output"
 
 

@@ -14,6 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.values import (
+    MAX_REVISION,
     ChangeOp,
     Channel,
     DegradedCause,
@@ -60,6 +61,8 @@ class MemoryCitation(_Frozen):
 
 
 class RememberMemoryRequest(_Frozen):
+    """Remember one entry (or, in `remember_many`, one of a batch written as one revision)."""
+
     kind: Kind = "fact"
     text: EntryText
     metadata: Metadata = Field(default_factory=dict)
@@ -68,32 +71,38 @@ class RememberMemoryRequest(_Frozen):
     indexed with their neighbours in write order (contextual indexing)."""
     occurred_at: OccurredAt | None = None
     """When the remembered event happened; None means the write time."""
-    expected_revision: int | None = Field(default=None, ge=0)
+    expected_revision: int | None = Field(default=None, ge=0, le=MAX_REVISION)
     idempotency_key: IdempotencyKey | None = None
     reason: Reason | None = None
 
 
 class ReviseMemoryRequest(_Frozen):
+    """Write a new version of the cited entry; the citation must name its latest version."""
+
     citation: MemoryCitation
     text: EntryText
     kind: Kind | None = None
     metadata: Metadata | None = None
     reason: Reason | None = None
-    expected_revision: int | None = Field(default=None, ge=0)
+    expected_revision: int | None = Field(default=None, ge=0, le=MAX_REVISION)
     idempotency_key: IdempotencyKey | None = None
 
 
 class RetireMemoryRequest(_Frozen):
+    """Make the cited entry inactive from the next revision; its versions stay citable."""
+
     citation: MemoryCitation
     reason: Reason | None = None
-    expected_revision: int | None = Field(default=None, ge=0)
+    expected_revision: int | None = Field(default=None, ge=0, le=MAX_REVISION)
     idempotency_key: IdempotencyKey | None = None
 
 
 class ReactivateMemoryRequest(_Frozen):
+    """Make a retired entry active again, as a new version of the cited one."""
+
     citation: MemoryCitation
     reason: Reason | None = None
-    expected_revision: int | None = Field(default=None, ge=0)
+    expected_revision: int | None = Field(default=None, ge=0, le=MAX_REVISION)
     idempotency_key: IdempotencyKey | None = None
 
 
@@ -113,10 +122,12 @@ _SearchNumber = BeforeValidator(_no_bool_or_text)
 
 
 class SearchMemoryRequest(_Frozen):
+    """A search of one scope at one exact revision; `limit` is the most final hits."""
+
     query: QueryText
     limit: Annotated[int, _SearchNumber] = Field(default=10, ge=1, le=100)
     mode: SearchMode = "auto"
-    revision: Annotated[int | None, _SearchNumber] = Field(default=None, ge=1)
+    revision: Annotated[int | None, _SearchNumber] = Field(default=None, ge=1, le=MAX_REVISION)
     """As-of search: exactly what the scope held at this revision (default the head)."""
     min_similarity: Annotated[float | None, _SearchNumber] = Field(default=None, ge=-1.0, le=1.0)
     """Vector channel floor on cosine similarity (default the deployment's min_similarity)."""
@@ -155,6 +166,8 @@ class ChannelScore(_Frozen):
 
 
 class MemoryHit(_Frozen):
+    """One search result: an exact entry version, its fused score and the channels that found it."""
+
     memory_ref: MemoryRef
     entry_id: str
     entry_version_id: str
@@ -170,6 +183,7 @@ class MemoryHit(_Frozen):
 
     @property
     def citation(self) -> MemoryCitation:
+        """The citation of this hit's entry version, for `get`, `revise` and the like."""
         return MemoryCitation(
             memory_ref=self.memory_ref,
             entry_id=self.entry_id,
@@ -262,6 +276,8 @@ class RedactedRerankTrace(_Frozen):
 
 
 class MemorySearchPage(_Frozen):
+    """A search's hits, the revision they were read at, the mode served and the rerank trace."""
+
     memory_ref: MemoryRef | None
     mode: ResolvedMode
     hits: tuple[MemoryHit, ...]
@@ -282,10 +298,13 @@ class MemoryWriteResult(_Frozen):
 
     @property
     def citations(self) -> tuple[MemoryCitation, ...]:
+        """The citations of the written entry versions, in write order."""
         return tuple(entry.citation for entry in self.entries)
 
 
 class MemoryChange(_Frozen):
+    """One change of the change log: what a revision did to one entry."""
+
     revision: int
     op: ChangeOp
     entry_id: str
@@ -298,12 +317,16 @@ class MemoryChange(_Frozen):
 
 
 class MemoryChangesPage(_Frozen):
+    """Changes after a revision; pass `next_since_revision` to read the next page."""
+
     memory_ref: MemoryRef | None
     changes: tuple[MemoryChange, ...]
     next_since_revision: int
 
 
 class MemoryEntriesPage(_Frozen):
+    """Active entries at one revision; pass `next_cursor` to read the next page."""
+
     memory_ref: MemoryRef | None
     entries: tuple[MemoryEntry, ...]
     next_cursor: str | None = None

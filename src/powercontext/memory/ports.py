@@ -280,7 +280,8 @@ class MemoryStore(Protocol):
     safe across processes, and must never block the event loop on I/O.
     """
 
-    async def head(self, scope_id: str) -> int | None: ...
+    async def head(self, scope_id: str) -> int | None:
+        """The scope's latest revision; None before its first write."""
 
     async def commit(self, request: CommitRequest) -> CommitResult:
         """Raise RevisionConflictError when the head moved, a retired version is gone, or the
@@ -296,7 +297,8 @@ class MemoryStore(Protocol):
         """Every version of one entry, ascending by version (empty when it does not exist)."""
         ...
 
-    async def latest_version(self, scope_id: str, entry_id: str) -> StoredVersion | None: ...
+    async def latest_version(self, scope_id: str, entry_id: str) -> StoredVersion | None:
+        """The newest version of an entry, active or retired; None when it has none."""
 
     async def entry_heads(
         self, scope_id: str, entry_ids: Sequence[str]
@@ -304,11 +306,11 @@ class MemoryStore(Protocol):
         """The latest version (active or retired) of each of `entry_ids` that exists here."""
         ...
 
-    async def get_version(self, scope_id: str, entry_version_id: str) -> StoredVersion | None: ...
+    async def get_version(self, scope_id: str, entry_version_id: str) -> StoredVersion | None:
+        """One entry version by its id; None when the scope holds no such version."""
 
-    async def fetch_versions(
-        self, scope_id: str, keys: Sequence[int]
-    ) -> dict[int, StoredVersion]: ...
+    async def fetch_versions(self, scope_id: str, keys: Sequence[int]) -> dict[int, StoredVersion]:
+        """The versions stored under these row keys (keys without one are left out)."""
 
     async def list_versions(self, page: VersionPage) -> list[StoredVersion]:
         """Versions active at `page.revision` (and matching `page.where`), ascending by key,
@@ -317,7 +319,8 @@ class MemoryStore(Protocol):
 
     async def changes(
         self, scope_id: str, since_revision: int, *, limit: int
-    ) -> list[MemoryChange]: ...
+    ) -> list[MemoryChange]:
+        """The changes of revisions after `since_revision`, oldest first, at most `limit`."""
 
     async def fts_candidates(self, query: FtsQuery) -> list[FtsCandidate]:
         """Versions active at `query.revision` containing any of its terms, best first (see
@@ -367,7 +370,8 @@ class MemoryStore(Protocol):
         """Store unit vectors for version keys; a repeated key replaces its vector."""
         ...
 
-    async def scope_ids(self) -> list[str]: ...
+    async def scope_ids(self) -> list[str]:
+        """Every scope that has a revision."""
 
     async def active_count(self, scope_id: str, revision: int) -> int:
         """How many entry versions are active at `revision` (0 for an unknown one)."""
@@ -390,16 +394,21 @@ class MemoryStore(Protocol):
         """Tombstones of one entry or of one version, ascending by version."""
         ...
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Release connections; later calls fail with StorageError. Closing twice is fine."""
 
 
 @runtime_checkable
 class EmbeddingModel(Protocol):
+    """Text to vectors of one `profile`; inject one with open_runtime(embedding_model=...)."""
+
     profile: EmbeddingProfile
 
-    async def embed_documents(self, texts: Sequence[str]) -> Sequence[Sequence[float]]: ...
+    async def embed_documents(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        """One vector per text, in order, of the profile's dimension."""
 
-    async def embed_query(self, text: str) -> Sequence[float]: ...
+    async def embed_query(self, text: str) -> Sequence[float]:
+        """The vector of a search query (some models embed queries differently)."""
 
     async def embed_queries(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
         """Many queries in one model call (batch search), each as `embed_query` embeds it."""
@@ -408,8 +417,12 @@ class EmbeddingModel(Protocol):
 
 @runtime_checkable
 class MemoryReranker(Protocol):
+    """Selects from a coarse pool; inject one with open_runtime(memory_reranker=...)."""
+
     policy_id: str
 
     async def rerank(
         self, query: str, candidates: tuple[MemoryHit, ...], limit: int
-    ) -> MemoryRerankDecision: ...
+    ) -> MemoryRerankDecision:
+        """At most `limit` 1-based ranks into `candidates`, best first (RFC: raw ranks, which
+        PowerContext normalizes: duplicates, out-of-range and invented ranks are dropped)."""

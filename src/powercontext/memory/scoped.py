@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter, ValidationError
 
+from powercontext.memory.arguments import entry_id_argument, limit_argument, revision_argument
 from powercontext.memory.erasure import (
     ForgetMemoryRequest,
     ForgetScopeRequest,
@@ -56,11 +57,16 @@ def validate_scope_id(scope_id: str) -> str:
 
 
 class ScopedMemory:
+    """The Memory of one scope (`runtime.memory.for_scope(scope_id)`): what agents hold.
+
+    Every mutation makes one new immutable revision; reads name one exact revision."""
+
     def __init__(self, service: MemoryService, scope_id: str) -> None:
         self._service = service
         self.scope_id = scope_id
 
     async def remember(self, request: RememberMemoryRequest) -> MemoryWriteResult:
+        """Write one entry as a new revision."""
         return await self._service.remember_many(self.scope_id, [request])
 
     async def remember_many(self, requests: Sequence[RememberMemoryRequest]) -> MemoryWriteResult:
@@ -68,12 +74,15 @@ class ScopedMemory:
         return await self._service.remember_many(self.scope_id, requests)
 
     async def revise(self, request: ReviseMemoryRequest) -> MemoryWriteResult:
+        """Write a new version of the cited entry (RevisionConflictError if it moved on)."""
         return await self._service.revise(self.scope_id, request)
 
     async def retire(self, request: RetireMemoryRequest) -> MemoryWriteResult:
+        """Make the cited entry inactive; its versions stay citable."""
         return await self._service.retire(self.scope_id, request)
 
     async def reactivate(self, request: ReactivateMemoryRequest) -> MemoryWriteResult:
+        """Make a retired entry active again."""
         return await self._service.reactivate(self.scope_id, request)
 
     async def forget(
@@ -82,7 +91,7 @@ class ScopedMemory:
         """Erase every version of an entry (its id, or a request naming several) for good:
         text, metadata, tokens and vectors. A citation of it then raises ErasedError."""
         if isinstance(request, str):
-            request = ForgetMemoryRequest(entry_ids=(request,))
+            request = ForgetMemoryRequest(entry_ids=(entry_id_argument(request),))
         return await self._service.forget(self.scope_id, request, actor=actor)
 
     async def forget_scope(
@@ -102,7 +111,9 @@ class ScopedMemory:
     async def export(self, *, revision: int | None = None) -> ScopeExport:
         """The scope at `revision` (default the head) as JSON lines: `header`, then
         `async for line in export.lines()`. NotFoundError when the scope has no revision."""
-        return await open_export(self._service, self.scope_id, revision)
+        return await open_export(
+            self._service, self.scope_id, revision_argument("revision", revision)
+        )
 
     async def export_lines(self, *, revision: int | None = None) -> AsyncIterator[str]:
         """The export's lines (header first), each ending with a newline, as the SDK's."""
@@ -123,6 +134,7 @@ class ScopedMemory:
         )
 
     async def search(self, request: SearchMemoryRequest) -> MemorySearchPage:
+        """Hits at one exact revision (default the head), reranked when a reranker is set."""
         return await self._service.search(self.scope_id, request)
 
     async def search_batch(
@@ -132,16 +144,24 @@ class ScopedMemory:
         return await self._service.search_batch(self.scope_id, requests)
 
     async def get(self, citation: MemoryCitation) -> MemoryEntry | None:
+        """The exact entry version a citation names, forever; None when it names none here,
+        ErasedError when it was erased."""
         return await self._service.get(self.scope_id, citation)
 
     async def get_entry(self, entry_id: str, *, revision: int | None = None) -> MemoryEntry:
         """The version of `entry_id` active at `revision` (default the head); NotFoundError
         when it does not exist or is retired then."""
-        return await self._service.get_entry(self.scope_id, entry_id, revision=revision)
+        return await self._service.get_entry(
+            self.scope_id,
+            entry_id_argument(entry_id),
+            revision=revision_argument("revision", revision),
+        )
 
     async def history(self, entry_id: str, *, revision: int | None = None) -> MemoryEntryHistory:
         """Every version and change of one entry, newest first, as of `revision`."""
-        return await entry_history(self, entry_id, revision)
+        return await entry_history(
+            self, entry_id_argument(entry_id), revision_argument("revision", revision)
+        )
 
     async def list(
         self,
@@ -153,19 +173,29 @@ class ScopedMemory:
     ) -> MemoryEntriesPage:
         """Entries active at `revision` (default the head) that match `where`, by key."""
         return await self._service.list(
-            self.scope_id, revision=revision, cursor=cursor, limit=limit, where=where
+            self.scope_id,
+            revision=revision_argument("revision", revision),
+            cursor=cursor,
+            limit=limit_argument("limit", limit, 1000),
+            where=where,
         )
 
     async def changes(self, since_revision: int = 0, *, limit: int = 1000) -> MemoryChangesPage:
+        """The change log after `since_revision`, oldest first (at most `limit`, 1..10000)."""
         return await self._service.changes(
-            self.scope_id, since_revision=since_revision, limit=limit
+            self.scope_id,
+            since_revision=revision_argument("since_revision", since_revision, low=0) or 0,
+            limit=limit_argument("limit", limit, 10_000),
         )
 
     async def head(self) -> MemoryRef | None:
+        """The scope's latest revision; None before its first write."""
         return await self._service.head(self.scope_id)
 
     async def pending_vectors(self) -> int:
+        """Active entries still without a vector of the current embedding profile."""
         return await self._service.pending_vectors(self.scope_id)
 
     async def reindex(self, progress: ProgressCallback | None = None) -> int:
+        """Embed the entries still without a vector; returns how many were embedded."""
         return await self._service.reindex(self.scope_id, progress)

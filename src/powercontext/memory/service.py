@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from powercontext.memory import writes
+from powercontext.memory.calls import CallGate, gated
 from powercontext.memory.commit import Planner
 from powercontext.memory.cursors import decode_cursor, encode_cursor
 from powercontext.memory.entries import entry_at, entry_from_stored
@@ -82,6 +83,8 @@ LIBRARY_DEFAULTS = SearchConfig()
 
 
 class MemoryService:
+    """Every scope's Memory over one store (`runtime.memory`); `for_scope` gives one scope."""
+
     def __init__(
         self,
         store: MemoryStore,
@@ -97,6 +100,8 @@ class MemoryService:
         self.config = config
         self._observer = observer
         self._locks: dict[str, asyncio.Lock] = {}
+        self.calls = CallGate()
+        """The calls in flight; the runtime closes it before the store (memory.calls)."""
         self.indexer = VectorIndexer(
             store, embedder, self.config.embedding_batch_size, self.config.index
         )
@@ -104,6 +109,7 @@ class MemoryService:
         self.profiles = IndexProfiles(store, index_profile(self.config.index, self.config.analyzer))
 
     def for_scope(self, scope_id: str) -> ScopedMemory:
+        """The Memory of `scope_id` (MemoryValidationError for a blank or invalid id)."""
         return ScopedMemory(self, validate_scope_id(scope_id))
 
     def _lock(self, scope_id: str) -> asyncio.Lock:
@@ -113,12 +119,14 @@ class MemoryService:
         """The scope's in-process write lock (erasure takes it like every write)."""
         return self._lock(scope_id)
 
+    @gated
     async def forget(
         self, scope_id: str, request: ForgetMemoryRequest, *, actor: str | None = None
     ) -> MemoryForgetResult:
         """Erase every version of the request's entries (see memory.erasure)."""
         return await forget(self, scope_id, request, actor=actor)
 
+    @gated
     async def forget_scope(
         self, scope_id: str, request: ForgetScopeRequest, *, actor: str | None = None
     ) -> MemoryForgetResult:
@@ -137,28 +145,38 @@ class MemoryService:
         """The version to store for `source` (see memory.writes)."""
         return writes.new_version(self.config, entry_id, version, source, tokens)
 
+    @gated
     async def remember_many(
         self, scope_id: str, requests: Sequence[RememberMemoryRequest]
     ) -> MemoryWriteResult:
+        """Every entry in one revision (PayloadTooLargeError beyond max_batch_entries)."""
         return await writes.remember_many(self, scope_id, requests)
 
+    @gated
     async def add_entries(
         self, scope_id: str, entries: Sequence[NewEntry], on_existing: OnExisting = "fail"
     ) -> tuple[MemoryWriteResult | None, EntryCounts]:
         """Entries under their own ids in one revision (None: all skipped); see transfer."""
         return await add_entries(self, scope_id, entries, on_existing)
 
+    @gated
     async def revise(self, scope_id: str, request: ReviseMemoryRequest) -> MemoryWriteResult:
+        """See ScopedMemory.revise."""
         return await writes.revise(self, scope_id, request)
 
+    @gated
     async def retire(self, scope_id: str, request: RetireMemoryRequest) -> MemoryWriteResult:
+        """See ScopedMemory.retire."""
         return await writes.retire(self, scope_id, request)
 
+    @gated
     async def reactivate(
         self, scope_id: str, request: ReactivateMemoryRequest
     ) -> MemoryWriteResult:
+        """See ScopedMemory.reactivate."""
         return await writes.reactivate(self, scope_id, request)
 
+    @gated
     async def write_planned(
         self,
         scope_id: str,
@@ -172,6 +190,7 @@ class MemoryService:
 
     # ---- index profiles ------------------------------------------------------------------
 
+    @gated
     async def rebuild(self, scope_id: str, progress: ProgressCallback | None = None) -> int:
         """Re-derive every active version's tokens and vectors under the current profile."""
         async with self._lock(scope_id):
@@ -187,15 +206,21 @@ class MemoryService:
 
     # ---- embeddings ------------------------------------------------------------------------
 
+    @gated
     async def pending_vectors(self, scope_id: str) -> int:
+        """See ScopedMemory.pending_vectors."""
         return await self.indexer.pending(scope_id)
 
+    @gated
     async def reindex(self, scope_id: str, progress: ProgressCallback | None = None) -> int:
+        """See ScopedMemory.reindex."""
         return await self.indexer.reindex(scope_id, progress)
 
     # ---- reads -----------------------------------------------------------------------------
 
+    @gated
     async def get(self, scope_id: str, citation: MemoryCitation) -> MemoryEntry | None:
+        """See ScopedMemory.get."""
         if citation.memory_ref.scope_id != scope_id:
             return None
         stored = await self.store.get_version(scope_id, citation.entry_version_id)
@@ -212,6 +237,7 @@ class MemoryService:
             return None
         return entry_from_stored(scope_id, revision, stored)
 
+    @gated
     async def get_entry(
         self, scope_id: str, entry_id: str, *, revision: int | None = None
     ) -> MemoryEntry:
@@ -223,6 +249,7 @@ class MemoryService:
             await raise_if_entry_erased(self.store, scope_id, entry_id)
             raise
 
+    @gated
     async def list(
         self,
         scope_id: str,
@@ -232,6 +259,7 @@ class MemoryService:
         limit: int = 100,
         where: MemoryFilter | None = None,
     ) -> MemoryEntriesPage:
+        """See ScopedMemory.list."""
         if not 1 <= limit <= 1000:
             raise MemoryValidationError("limit must be between 1 and 1000")
         head = await self.store.head(scope_id)
@@ -267,9 +295,11 @@ class MemoryService:
             raise _foreign_cursor(scope_id)
         return stored.key
 
+    @gated
     async def changes(
         self, scope_id: str, *, since_revision: int = 0, limit: int = 1000
     ) -> MemoryChangesPage:
+        """See ScopedMemory.changes."""
         if since_revision < 0 or not 1 <= limit <= 10_000:
             raise MemoryValidationError("since_revision must be >= 0 and limit 1..10000")
         head = await self.store.head(scope_id)
@@ -281,22 +311,28 @@ class MemoryService:
             next_since_revision=next_since,
         )
 
+    @gated
     async def scopes(self, allows: Callable[[str], bool] | None = None) -> tuple[ScopeSummary, ...]:
         """The scopes `allows` admits (all by default), with head revision and entry count."""
         return await scope_summaries(self.store, allows)
 
+    @gated
     async def head(self, scope_id: str) -> MemoryRef | None:
+        """See ScopedMemory.head."""
         head = await self.store.head(scope_id)
         return MemoryRef(scope_id=scope_id, revision=head) if head else None
 
     # ---- search ----------------------------------------------------------------------------
 
+    @gated
     async def search(self, scope_id: str, request: SearchMemoryRequest) -> MemorySearchPage:
+        """See ScopedMemory.search."""
         await self.profiles.warn_if_stale(scope_id)
         page = await SearchPipeline(self).search(scope_id, request)
         self._observe(page)
         return page
 
+    @gated
     async def search_batch(
         self, scope_id: str, requests: Sequence[SearchMemoryRequest]
     ) -> tuple[MemorySearchPage, ...]:

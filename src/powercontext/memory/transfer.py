@@ -53,14 +53,20 @@ from powercontext.memory.ports import (
 from powercontext.memory.transfer_lines import BOM, parse_line
 from powercontext.memory.transfer_lines import MAX_LINE_BYTES as MAX_LINE_BYTES
 from powercontext.memory.transfer_lines import split_lines as split_lines
-from powercontext.memory.values import EntryText, Kind, Metadata, OccurredAt, Thread
+from powercontext.memory.values import (
+    MAX_ENTRY_ID_CHARS,
+    EntryText,
+    Kind,
+    Metadata,
+    OccurredAt,
+    Thread,
+)
 
 if TYPE_CHECKING:
     from powercontext.memory.service import MemoryService
 
 FORMAT = "powercontext.memory.export"
 FORMAT_VERSION = 1
-MAX_ENTRY_ID_CHARS = 128
 IMPORT_BATCH_ENTRIES = 1000
 """Entries per import revision: bounds memory and embedding work per commit."""
 EXPORT_PAGE_ENTRIES = 500

@@ -22,6 +22,9 @@ MAX_KIND_CHARS = 64
 MAX_SCOPE_CHARS = 256
 MAX_REASON_CHARS = 1024
 MAX_THREAD_CHARS = 256
+MAX_ENTRY_ID_CHARS = 128
+MAX_REVISION = 2**63 - 1
+"""The largest revision either backend stores (a signed 64-bit integer); the wire's too."""
 MAX_METADATA_DEPTH = 100
 """Levels of arrays and objects in metadata, the metadata object being the first. JSON
 parsers admit about 1,000, but pydantic serializes at most 255 levels: a deeper entry was
@@ -192,3 +195,17 @@ IdempotencyKey = Annotated[
     AfterValidator(_check_idempotency_key),
 ]
 """A client-chosen key: a retry with the same key and body returns the original result."""
+
+
+def _check_entry_id_text(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("entry_id must not contain NUL characters")
+    return value
+
+
+LookupEntryId = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_ENTRY_ID_CHARS),
+    AfterValidator(_check_entry_id_text),
+]
+"""An entry id a request names, as the wire takes it: 1-128 characters without NUL."""
