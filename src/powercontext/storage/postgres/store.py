@@ -163,17 +163,21 @@ class PostgresMemoryStore:
         vector = query_array(query.vector)
         norm = float(np.linalg.norm(vector))
         limit, profile_id = query.limit, query.profile_id
-        if limit <= 0 or norm == 0.0:
-            return []  # a zero vector has no direction: nothing is near it
+        if limit <= 0:
+            return []
         async with self._connection("searching vectors") as conn:
             dimension = await self._dimension(conn, query.scope_id, profile_id)
             if dimension is None:
                 return []
+            # Checked before the zero test: a query of the wrong dimension is refused whatever
+            # its values, as by the embedded store.
             if vector.shape[0] != dimension:
                 raise MemoryValidationError(
                     f"query vector has {vector.shape[0]} dimensions; profile {profile_id!r} "
                     f"stores {dimension}"
                 )
+            if norm == 0.0:
+                return []  # a zero vector has no direction: nothing is near it
             active = await reads.active_count(conn, query.scope_id, query.revision)
             if active == 0:
                 return []

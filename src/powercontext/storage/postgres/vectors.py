@@ -176,11 +176,18 @@ def nearest_query(
         "JOIN entry_versions e ON e.scope_id = v.scope_id AND e.key = v.key "
         "WHERE v.scope_id = %s AND v.profile_id = {profile} AND " + _ACTIVE + "{clause} "
     ).format(profile=sql.Literal(profile_id), clause=sql.SQL(clause))
-    if exact or cast == "vector":
-        distance = sql.SQL("v.embedding <=> %b" if exact else "v.embedding::vector({d}) <=> %b")
+    if exact:
+        # As the embedded store ranks: a zero vector (distance NaN, which sorts after every
+        # number) has similarity 0, and ties at the LIMIT keep the smaller keys.
         return sql.SQL(
-            "SELECT v.key, {distance} AS distance {where}ORDER BY distance LIMIT %s"
-        ).format(distance=distance.format(d=sql.Literal(dimension)), where=where)
+            "SELECT v.key, COALESCE(NULLIF(v.embedding <=> %b, 'NaN'), 1) AS distance "
+            "{where}ORDER BY distance, v.key LIMIT %s"
+        ).format(where=where)
+    if cast == "vector":
+        return sql.SQL(
+            "SELECT v.key, v.embedding::vector({d}) <=> %b AS distance {where}"
+            "ORDER BY distance LIMIT %s"
+        ).format(d=sql.Literal(dimension), where=where)
     # The walk orders by the half-precision distance; the rows it returns are scored again in
     # full. The query vector comes once, through a scalar subquery the index scan can take.
     return sql.SQL(
