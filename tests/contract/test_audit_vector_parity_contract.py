@@ -26,13 +26,6 @@ from powercontext.memory.service import MemoryService
 from .builders import add, unit
 
 
-def sqlite_differs(request: pytest.FixtureRequest, reason: str) -> None:
-    """Marks a SQLite run as a known failure (reported, outside this audit's area): strict,
-    so the mark must go once SQLite is fixed."""
-    if request.node.callspec.params["backend"].startswith("sqlite"):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
-
-
 class AxisEmbedder:
     """Each letter a-h is an axis: "a b c d" embeds as (1, 1, 1, 1, 0, 0, 0, 0)."""
 
@@ -73,9 +66,8 @@ async def test_a_stored_zero_vector_ranks_at_similarity_zero(store: MemoryStore)
 
 
 async def test_ties_at_the_limit_keep_the_smaller_keys(
-    store: MemoryStore, request: pytest.FixtureRequest
+    store: MemoryStore,
 ) -> None:
-    sqlite_differs(request, "SQLite's exact top-k (argpartition) cuts ties at the limit anyhow")
     keys = (await store.commit(CommitRequest("s", None, [add(f"e{i}") for i in range(30)]))).keys
     # Stored back to front, so a table scan meets the larger keys first.
     for start in (20, 10, 0):
@@ -100,9 +92,8 @@ async def test_a_query_of_the_wrong_dimension_is_refused_even_when_zero(
 
 
 async def test_a_zero_query_finds_nothing_with_a_filter_too(
-    store: MemoryStore, request: pytest.FixtureRequest
+    store: MemoryStore,
 ) -> None:
-    sqlite_differs(request, "SQLite's filtered path scores every allowed version 0 for it")
     keys = (await store.commit(CommitRequest("s", None, [add("a"), add("b", kind="rare")]))).keys
     await store.put_vectors("s", "p", [(keys[0], unit(1, 0)), (keys[1], unit(0, 1))])
     rare = MemoryFilter(kinds=("rare",))

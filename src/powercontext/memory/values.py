@@ -156,8 +156,13 @@ def _check_thread(value: str) -> str:
 
 
 def _check_occurred_at(value: datetime) -> datetime:
-    # A naive time is read as UTC, so every stored time compares with every other.
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else in_utc(value, "occurred_at")
+    return as_utc(value, "occurred_at")
+
+
+def as_utc(value: datetime, what: str) -> datetime:
+    """`value` in UTC; a naive time is read as UTC, so every stored time compares with every
+    other (a store compares them as text)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else in_utc(value, what)
 
 
 def in_utc(value: datetime, what: str) -> datetime:

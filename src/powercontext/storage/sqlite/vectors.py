@@ -235,6 +235,8 @@ class VectorMatrix(ScopeCache):
                 f"query vector has {q.shape[0]} dimensions; profile {self.profile_id!r} "
                 f"stores {self.dimension}"
             )
+        if not q.any():  # a zero query is similar to nothing, with or without a filter
+            return []
         active = self._active(revision)
         if allowed is not None:
             active = active & np.isin(self.keys[: self.size], allowed)
@@ -326,8 +328,11 @@ class VectorMatrix(ScopeCache):
     ) -> list[VectorCandidate]:
         take = min(limit, rows.size)
         if take < rows.size:
-            best = np.argpartition(-similarities, take - 1)[:take]
-            return self._ranked(rows[best], similarities[best])
+            # Every row as similar as the cut, ties included, then ranked (ties by key) and
+            # cut: argpartition alone would keep tied rows in storage order.
+            cut = np.partition(similarities, rows.size - take)[rows.size - take]
+            best = np.flatnonzero(similarities >= cut)
+            return self._ranked(rows[best], similarities[best])[:take]
         return self._ranked(rows, similarities)
 
     def _ranked(

@@ -19,6 +19,7 @@ from powercontext.memory.ports import (
     PlannedChange,
     Vector,
 )
+from powercontext.memory.values import as_utc
 from powercontext.storage.common import (
     conflict,
     idempotency_record,
@@ -196,7 +197,9 @@ def _insert_versions(
                     created_at,
                     revision,
                     new.thread,
-                    None if new.occurred_at is None else new.occurred_at.isoformat(),
+                    None
+                    if new.occurred_at is None
+                    else as_utc(new.occurred_at, "occurred_at").isoformat(),
                 )
                 for key, new in zip(keys, news, strict=True)
             ],
@@ -271,3 +274,8 @@ def put_vectors(
         "VALUES (?, ?, ?, ?)",
         [(scope_id, profile_id, key, blob) for key, blob in items],
     )
+
+
+def _event_time(occurred_at: datetime | None) -> str | None:
+    """ISO text in UTC: filters compare the stored times as text, so one offset for all."""
+    return None if occurred_at is None else as_utc(occurred_at, "occurred_at").isoformat()
