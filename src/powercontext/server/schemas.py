@@ -29,6 +29,7 @@ from powercontext.memory.values import (
     MAX_METADATA_BYTES,
     MAX_METADATA_DEPTH,
     MAX_REASON_CHARS,
+    MAX_REVISION,
     MAX_TEXT_BYTES,
     ChangeOp,
     EntryText,
@@ -49,9 +50,6 @@ MAX_WIRE_BATCH_ENTRIES = 1_000
 entries, whose validation holds the GIL: 7.7 s of stalled server on this machine under load
 (bench/keyless_body.py --mode keyed --megabytes 1 --text-chars 1); refused at 1,000, about
 0.1 s. About 1 KiB per entry at the body limit; the SDK sends at most 250 per request."""
-MAX_REVISION = 2**63 - 1
-"""The largest revision (and revision bound) either backend stores: a signed 64-bit integer.
-Beyond it SQLite and PostgreSQL would answer differently, so the wire refuses it (422)."""
 
 # What the wire's strings must be, spelled for the OpenAPI document. The server's own checks
 # (memory.models) strip Python whitespace, which is not ECMAScript's `\s` (it adds
