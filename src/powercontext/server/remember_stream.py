@@ -20,14 +20,13 @@ from starlette.responses import Response
 from powercontext.memory.errors import MemoryValidationError, PayloadTooLargeError
 from powercontext.memory.models import RememberMemoryRequest
 from powercontext.memory.transfer import split_lines
-from powercontext.memory.values import IdempotencyKey, ScopeId
+from powercontext.memory.values import MAX_REVISION, IdempotencyKey, ScopeId
 from powercontext.server import translate
 from powercontext.server.calls import Call
 from powercontext.server.gate import arriving
 from powercontext.server.schemas import (
     _EXPECTED,
     _IDEMPOTENCY,
-    MAX_REVISION,
     RememberEntryModel,
     WriteResultModel,
     _Wire,

@@ -25,11 +25,10 @@ from powercontext.memory.transfer import (
     OnExisting,
     split_lines,
 )
-from powercontext.memory.values import ScopeId
+from powercontext.memory.values import MAX_REVISION, ScopeId
 from powercontext.server.calls import Call
 from powercontext.server.gate import arriving
 from powercontext.server.schemas import (
-    MAX_REVISION,
     AsOfRevision,
     JsonInt,
     MemoryRefModel,
