@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Annotated, Any
 
@@ -10,11 +9,15 @@ import typer
 
 from powercontext.cli import output
 from powercontext.cli.errors import fail_on_errors
+from powercontext.cli.running import local_runtime, run_async
 from powercontext.cli.wording import counted
 
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
 MASK = "********"
-_URL_PASSWORD = re.compile(r"(?P<head>://[^/@:]*:)[^/@]*@")
+# The user part's password up to the authority's last `@` (a password may hold `@`), and
+# a `password=` query parameter (libpq's URL form).
+_URL_PASSWORD = re.compile(r"(?P<head>://[^/@:]*:)[^/]*@")
+_QUERY_PASSWORD = re.compile(r"(?P<head>[?&]password=)[^&#]*", re.IGNORECASE)
 
 
 def reindex(
@@ -34,27 +37,29 @@ def reindex(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
 
-    from powercontext.runtime import open_runtime
+    columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    # Started at the first scope's first report: started at once, the bar wrote an empty line
+    # to stderr when there was nothing to do, or before the error when the store failed.
+    bar = Progress(*columns, console=output.errors, disable=as_json)
+    tasks: dict[str, TaskID] = {}
 
-    async def go(progress: Progress) -> dict[str, int]:
-        tasks: dict[str, TaskID] = {}
+    def report(scope_id: str, done: int, total: int) -> None:
+        if not tasks:
+            bar.start()
+        if scope_id not in tasks:
+            tasks[scope_id] = bar.add_task(scope_id, total=total)
+        bar.update(tasks[scope_id], completed=done, total=max(total, done))
 
-        def report(scope_id: str, done: int, total: int) -> None:
-            if scope_id not in tasks:
-                tasks[scope_id] = progress.add_task(scope_id, total=total)
-            progress.update(tasks[scope_id], completed=done, total=max(total, done))
-
-        async with open_runtime() as runtime:
+    async def go() -> dict[str, int]:
+        async with local_runtime() as runtime:
             return await runtime.reindex(report, rebuild=rebuild)
 
-    columns = (
-        "{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with fail_on_errors(), Progress(*columns, console=output.errors, disable=as_json) as bar:
-        counts = asyncio.run(go(bar))
+    with fail_on_errors():
+        try:
+            counts = run_async(go())
+        finally:
+            if tasks:
+                bar.stop()
     if as_json:
         output.print_json(counts)
         return
@@ -64,7 +69,10 @@ def reindex(
 
 
 def _mask_url(url: str) -> str:
-    return _URL_PASSWORD.sub(lambda m: f"{m.group('head')}{MASK}@", url)
+    if "://" not in url:
+        return url
+    url = _URL_PASSWORD.sub(lambda m: f"{m.group('head')}{MASK}@", url)
+    return _QUERY_PASSWORD.sub(lambda m: f"{m.group('head')}{MASK}", url)
 
 
 def effective_configuration() -> dict[str, Any]:
@@ -87,17 +95,17 @@ def effective_configuration() -> dict[str, Any]:
         for field in type(group).model_fields:
             value = getattr(group, field)
             values[env_name(name, field)] = MASK if isinstance(value, SecretStr) else value
-    values[env_name("database", "url")] = _mask_url(settings.database.resolved_url())
+    values[env_name("database", "url")] = settings.database.resolved_url()
     client = ClientSettings()
     for field in type(client).model_fields:
         value = getattr(client, field)
         if isinstance(value, SecretStr):
             value = MASK
-        elif field == "server_url":
-            value = _mask_url(value)
         values[f"{CLIENT_PREFIX}{field.upper()}"] = value
+    # Every URL-valued setting, not only the database's: a rerank endpoint or a generation
+    # base URL can carry credentials too.
     return {
-        k: (str(v) if v is not None and not isinstance(v, bool | int | float) else v)
+        k: (_mask_url(str(v)) if v is not None and not isinstance(v, bool | int | float) else v)
         for k, v in values.items()
     }
 

@@ -26,9 +26,9 @@ class Target:
 @asynccontextmanager
 async def open_memory(target: Target, scope_id: str) -> AsyncIterator[CliMemory]:
     if target.local:
-        from powercontext.runtime import open_runtime
+        from powercontext.cli.running import local_runtime
 
-        async with open_runtime() as runtime:
+        async with local_runtime() as runtime:
             yield runtime.memory.for_scope(scope_id)
     else:
         from powercontext.client import PowerContextClient

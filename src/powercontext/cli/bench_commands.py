@@ -15,6 +15,7 @@ from powercontext.cli.output import print_error
 
 app = typer.Typer(help="Benchmarks (LoCoMo).", no_args_is_help=True)
 LOCOMO_MODULE = "powercontext.bench.locomo.cli"
+_COMPLETION = {"install_completion", "show_completion"}
 
 
 @app.command(
@@ -30,7 +31,15 @@ def locomo(ctx: typer.Context) -> None:
         print_error("not_installed", f"the LoCoMo harness is not available ({exc.name})")
         raise typer.Exit(1) from exc
     command = typer.main.get_command(module.app)
+    # The harness's own app offers shell completion; under `powercontext` the root does.
+    command.params = [p for p in command.params if p.name not in _COMPLETION]
     args = list(ctx.args)
     if isinstance(command, click.Group):
         args = ["locomo", *args]
-    command.main(args=args, prog_name="powercontext bench locomo", standalone_mode=True)
+    try:
+        command.main(args=args, prog_name="powercontext bench locomo", standalone_mode=True)
+    except OSError as exc:
+        # An --out or --data path the harness cannot create or write (a traceback before).
+        where = f"{exc.filename}: " if exc.filename else ""
+        print_error("file_error", f"{where}{exc.strerror or exc}")
+        raise typer.Exit(1) from exc

@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import typer
 
 from powercontext.cli.errors import fail_on_errors
+from powercontext.cli.running import naming_the_database, run_async
 
 app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 
 
 async def _upgrade(url: str) -> list[int] | None:
-    if url.startswith(("postgresql://", "postgres://")):
-        from powercontext.storage.postgres import upgrade
+    from powercontext.extras import install_hint
+    from powercontext.memory.errors import ConfigurationError
+    from powercontext.storage import URL_VARIABLE, open_store
 
+    if url.startswith(("postgresql://", "postgres://")):
+        try:
+            from powercontext.storage.postgres import upgrade
+        except ImportError as exc:
+            # What opening the store says (storage.open_store), not a traceback.
+            raise ConfigurationError(
+                f"{URL_VARIABLE} names PostgreSQL, but its backend is not available ({exc}); "
+                f"install the postgres extra: {install_hint('postgres')}"
+            ) from exc
         return await upgrade(url)
-    from powercontext.storage import open_store
 
     # The SQLite store migrates when it opens; which versions were pending is not reported.
     store = await open_store(url)
@@ -31,7 +39,8 @@ def upgrade_command() -> None:
 
     with fail_on_errors():
         url = ServerSettings().database.resolved_url()
-        applied = asyncio.run(_upgrade(url))
+        with naming_the_database():
+            applied = run_async(_upgrade(url))
     if applied is None:
         typer.echo("schema is current")
     elif applied:

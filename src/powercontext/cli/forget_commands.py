@@ -50,7 +50,8 @@ class Erasure(Change):
         if self.yes:
             return
         try:
-            confirmed = typer.confirm(question, default=False)
+            # On stderr: stdout is the answer (`--json` output a script parses).
+            confirmed = typer.confirm(question, default=False, err=True)
         except typer.Abort:
             confirmed = False
         if not confirmed:

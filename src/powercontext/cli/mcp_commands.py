@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from powercontext.cli.errors import fail_on_errors
+from powercontext.cli.running import naming_the_database
 
 
 def mcp(
@@ -29,4 +30,5 @@ def mcp(
         from powercontext.config import ServerSettings
         from powercontext.server.mcp_stdio import serve_mcp_stdio
 
-        serve_mcp_stdio(ServerSettings(), api_key)
+        with naming_the_database():
+            serve_mcp_stdio(ServerSettings(), api_key)

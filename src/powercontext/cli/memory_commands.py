@@ -3,7 +3,6 @@ revise|reactivate|changes|head|history; from transfer_commands, export|import)."
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -31,6 +30,7 @@ from powercontext.cli.memory_options import (
     filter_object,
     memory_command,
     metadata_object,
+    read_stdin,
     search_options,
     text_argument,
 )
@@ -136,7 +136,7 @@ def search_batch(
 
 def read_queries(source: str) -> list[str]:
     if source == "-":
-        text = sys.stdin.read()
+        text = read_stdin()
     else:
         try:
             text = Path(source).read_text(encoding="utf-8")

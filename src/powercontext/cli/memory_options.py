@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import json
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, fields
-from typing import Annotated, Any, TypeVar, cast, get_args, get_type_hints
+from typing import Annotated, Any, BinaryIO, TypeVar, get_type_hints
 
 import typer
 from pydantic import ValidationError
 
 from powercontext.cli.backends import CliMemory, Target, open_memory
 from powercontext.cli.errors import fail_on_errors
+from powercontext.cli.running import run_async
 from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.values import SearchMode
@@ -56,7 +56,11 @@ FilterOption = Annotated[
     ),
 ]
 HitLimit = Annotated[int, typer.Option(min=1, max=100, help="Maximum hits (per query).")]
-ModeName = Annotated[str, typer.Option(help="auto, fts, vector or hybrid.")]
+# A Literal, so a bad value is a usage error (exit 2) like every other bad option value.
+ModeName = Annotated[
+    SearchMode,
+    typer.Option(help="auto: hybrid when every active entry has a vector, else fts."),
+]
 ExpectedRevision = Annotated[
     int | None, typer.Option(help="Refuse unless the scope is at this revision.")
 ]
@@ -104,7 +108,7 @@ class Connection:
                 return await work(memory)
 
         with fail_on_errors():
-            return asyncio.run(go())
+            return run_async(go())
 
 
 Command = Callable[..., None]
@@ -185,7 +189,7 @@ class SearchOptions:
         """The fields of a `SearchMemoryRequest` but its query; raises MemoryValidationError."""
         return {
             "limit": self.limit,
-            "mode": _search_mode(self.mode),
+            "mode": self.mode,
             "revision": self.revision,
             "filter": filter_object(self.where),
             "min_score": self.min_score,
@@ -224,12 +228,23 @@ own, as one `connection` argument: each command then declares only what is its o
 STDIN = "-"
 
 
+def read_stdin() -> str:
+    """All of stdin as UTF-8 whatever the locale, as `import -` reads it: a latin-1 or cp1252
+    locale decoded `café` piped in as `cafÃ©` and stored it so. Bytes that are not UTF-8
+    raise UnicodeDecodeError (one line from fail_on_errors). Newlines read as text mode does."""
+    buffer: BinaryIO | None = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # a text-only stream put in place of stdin
+        return sys.stdin.read()
+    text = buffer.read().decode("utf-8")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def text_argument(value: str) -> str:
     """An entry's text as given, or read from stdin for `-` (`cat notes.md | powercontext
     memory remember - --scope s`), without the final newline a pipe adds."""
     if value != STDIN:
         return value
-    return sys.stdin.read().rstrip("\r\n")
+    return read_stdin().rstrip("\n")
 
 
 def metadata_object(value: str | None) -> dict[str, Any]:
@@ -251,9 +266,3 @@ def filter_object(value: str | None) -> MemoryFilter | None:
         return MemoryFilter.model_validate_json(value)
     except ValidationError as exc:
         raise MemoryValidationError(f"--filter: {exc.errors()[0]['msg']}") from exc
-
-
-def _search_mode(value: str) -> SearchMode:
-    if value not in get_args(SearchMode):
-        raise MemoryValidationError("--mode must be auto, fts, vector or hybrid")
-    return cast(SearchMode, value)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from rich.table import Table
 
 from powercontext.cli import output
 from powercontext.cli.errors import fail_on_errors
 from powercontext.cli.memory_options import ApiKey, AsJson, Local, ServerUrl
+from powercontext.cli.running import local_runtime, run_async
 from powercontext.memory.scopes import ScopeSummary
 
 
@@ -16,9 +15,7 @@ async def _scopes(
     local: bool, server_url: str | None, api_key: str | None
 ) -> tuple[ScopeSummary, ...]:
     if local:
-        from powercontext.runtime import open_runtime
-
-        async with open_runtime() as runtime:
+        async with local_runtime() as runtime:
             return await runtime.memory.scopes()
     from powercontext.client import PowerContextClient
 
@@ -34,7 +31,7 @@ def scopes(
 ) -> None:
     """List the scopes this key may use, with head revision and active entry count."""
     with fail_on_errors():
-        found = asyncio.run(_scopes(local, server_url, api_key))
+        found = run_async(_scopes(local, server_url, api_key))
     if as_json:
         output.print_json({"scopes": [s.model_dump(mode="json") for s in found]})
         return

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from powercontext.cli.errors import fail_on_errors
+from powercontext.cli.running import naming_the_database
 
 app = typer.Typer(
     help="Run the HTTP v1 server, or print its OpenAPI contract.", no_args_is_help=True
@@ -46,7 +47,9 @@ def run(
         if overrides:
             http = settings.http.model_copy(update=overrides)
             settings = settings.model_copy(update={"http": http})
-        serve(settings, workers=workers)
+        # Storage failures that end the server are failures to open it.
+        with naming_the_database():
+            serve(settings, workers=workers)
 
 
 @app.command()

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Literal, TextIO, cast, get_args
+from typing import Annotated, Any, Literal, TextIO
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
@@ -32,7 +32,7 @@ OutputFile = Annotated[
 ]
 InputFile = Annotated[str, typer.Argument(help="An export file; `-`: stdin.")]
 OnExistingOption = Annotated[
-    str,
+    OnExisting,
     typer.Option(
         help="An entry id the scope holds already: fail (default; nothing more is written), "
         "skip it, or replace it with the imported version. An erased id is never written "
@@ -41,11 +41,29 @@ OnExistingOption = Annotated[
 ]
 
 
+Update = Callable[..., None]
+"""`update(completed=..., total=...)`: the fields of the bar's one task."""
+
+
 @contextmanager
-def _bar(description: str, *, disable: bool) -> Iterator[tuple[Progress, TaskID]]:
+def _bar(description: str, *, disable: bool) -> Iterator[Update]:
+    """A bar drawn from its first update on: a transfer that fails before any line (a missing
+    header, bytes that are not UTF-8) leaves its one error line alone on stderr."""
     columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=output.errors, disable=disable) as progress:
-        yield progress, progress.add_task(description, total=None)
+    progress = Progress(*columns, console=output.errors, disable=disable)
+    tasks: list[TaskID] = []
+
+    def update(**fields: Any) -> None:
+        if not tasks:
+            progress.start()
+            tasks.append(progress.add_task(description, total=None))
+        progress.update(tasks[0], **fields)
+
+    try:
+        yield update
+    finally:
+        if tasks:
+            progress.stop()
 
 
 @contextmanager
@@ -74,13 +92,6 @@ async def _close(lines: AsyncIterator[str]) -> None:
         await close()
 
 
-def _on_existing(value: str) -> OnExisting:
-    for policy in get_args(OnExisting):
-        if value == policy:
-            return cast(OnExisting, policy)
-    raise MemoryValidationError("--on-existing must be skip, replace or fail")
-
-
 @memory_command
 def export(
     scope: Scope,
@@ -91,17 +102,17 @@ def export(
 ) -> None:
     """Export the entries of a scope as JSON lines (a header line, then one entry per line)."""
     with fail_on_errors(), _opened(output_file, "w") as sink:
-        with _bar(f"export {scope}", disable=connection.as_json) as (progress, task):
+        with _bar(f"export {scope}", disable=connection.as_json) as update:
 
             async def copy(lines: AsyncIterator[str]) -> int:
                 written = -1  # the header is not an entry
                 try:
                     async for line in lines:
                         if written < 0:
-                            progress.update(task, total=json.loads(line).get("entry_count"))
+                            update(total=json.loads(line).get("entry_count"))
                         sink.write(line)
                         written += 1
-                        progress.update(task, completed=max(written, 0))
+                        update(completed=max(written, 0))
                 finally:
                     await _close(lines)
                 return max(written, 0)
@@ -126,19 +137,20 @@ def import_(
 ) -> None:
     """Import an export into a scope, keeping entry ids (one revision per batch of lines)."""
     with fail_on_errors():
-        policy = _on_existing(on_existing)
         source_path = source if source == "-" else str(Path(source))
         with (
             _opened(source_path, "r") as lines,
-            _bar(f"import {scope}", disable=connection.as_json) as (progress, task),
+            _bar(f"import {scope}", disable=connection.as_json) as update,
         ):
 
             def report(done: int, total: int | None) -> None:
-                progress.update(task, completed=done, total=total)
+                update(completed=done, total=total)
 
             result = connection.run(
                 scope,
-                lambda m: m.import_lines(text_lines(lines), on_existing=policy, progress=report),
+                lambda m: m.import_lines(
+                    text_lines(lines), on_existing=on_existing, progress=report
+                ),
             )
     if connection.as_json:
         output.print_json(result.model_dump(mode="json"))
