@@ -54,3 +54,19 @@ def test_an_out_directory_that_cannot_be_made_is_one_line(tmp_path: Path, below:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error file_error: "), result.stderr
     assert str(blocker) in lines[0]
+
+
+def test_the_results_never_hold_a_password_of_a_url_setting(tmp_path: Path) -> None:
+    secret = "pw-secret-9f3"
+    env = ENV | {
+        "POWERCONTEXT_SERVER_RUNTIME_MEMORY_RERANK_ENDPOINT_URL": f"http://u:{secret}@x/rerank"
+    }
+    out = tmp_path / "out"
+    args = ["bench", "locomo", "--data", str(FIXTURE), "--out", str(out), "--no-progress"]
+    result = runner.invoke(app, args, env=env)
+    assert result.exit_code == 0, result.output
+    written = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    assert "results.json" in written
+    assert not [name for name, data in written.items() if secret.encode() in data]
+    runtime = json.loads(written["results.json"])["environment"]["runtime"]
+    assert runtime["memory_rerank_endpoint_url"] == "http://u:********@x/rerank"

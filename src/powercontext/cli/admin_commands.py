@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 import typer
@@ -11,13 +10,9 @@ from powercontext.cli import output
 from powercontext.cli.errors import fail_on_errors
 from powercontext.cli.running import local_runtime, run_async
 from powercontext.cli.wording import counted
+from powercontext.config.secrets import MASK, mask_url
 
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
-MASK = "********"
-# The user part's password up to the authority's last `@` (a password may hold `@`), and
-# a `password=` query parameter (libpq's URL form).
-_URL_PASSWORD = re.compile(r"(?P<head>://[^/@:]*:)[^/]*@")
-_QUERY_PASSWORD = re.compile(r"(?P<head>[?&]password=)[^&#]*", re.IGNORECASE)
 
 
 def reindex(
@@ -68,13 +63,6 @@ def reindex(
     output.console.print(f"{done} {counted(total, 'entry')} in {counted(len(counts), 'scope')}")
 
 
-def _mask_url(url: str) -> str:
-    if "://" not in url:
-        return url
-    url = _URL_PASSWORD.sub(lambda m: f"{m.group('head')}{MASK}@", url)
-    return _QUERY_PASSWORD.sub(lambda m: f"{m.group('head')}{MASK}", url)
-
-
 def effective_configuration() -> dict[str, Any]:
     """Every setting by its environment variable, with secrets masked.
 
@@ -105,7 +93,7 @@ def effective_configuration() -> dict[str, Any]:
     # Every URL-valued setting, not only the database's: a rerank endpoint or a generation
     # base URL can carry credentials too.
     return {
-        k: (_mask_url(str(v)) if v is not None and not isinstance(v, bool | int | float) else v)
+        k: (mask_url(str(v)) if v is not None and not isinstance(v, bool | int | float) else v)
         for k, v in values.items()
     }
 

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 
 from powercontext import ServerSettings, open_runtime
 from powercontext.config import DatabaseConfig, RuntimeConfig
+from powercontext.config.secrets import masked_values
 from powercontext.memory.errors import RevisionConflictError
 from powercontext.memory.models import RememberMemoryRequest, SearchMemoryRequest
 
@@ -158,7 +159,7 @@ class InProcessBackend(_ScopeBackend):
         reranker = runtime.memory_reranker
         return {
             "backend": self.name,
-            "runtime": settings.runtime.model_dump(mode="json"),
+            "runtime": masked_values(settings.runtime.model_dump(mode="json")),
             "embedding_model": settings.inference.embedding_model,
             "embedding_profile": embedder.profile.profile_id if embedder else None,
             "generation_model": settings.inference.generation_model,
