@@ -178,9 +178,16 @@ async def feed_back(
     )
     if not fed:
         return admitted
+    # Explain reports the question's BM25 (docs/search-quality.md): an entry the question
+    # did not admit was found only through the expansion, whose BM25 scores other terms, so
+    # its full-text score is 0. Only explain reads these scores; the ranking is `keys`.
+    question = frozenset(admitted.keys["fts"])
     known = {c.key for c in admitted.fts_found}
     return Admission(
-        fts_found=[*admitted.fts_found, *(c for c in fed if c.key not in known)],
+        fts_found=[
+            *(c if c.key in question else c._replace(score=0.0) for c in admitted.fts_found),
+            *(c._replace(score=0.0) for c in fed if c.key not in known),
+        ],
         vector_found=admitted.vector_found,
         keys={"fts": keys, "vector": admitted.keys["vector"]},
     )

@@ -40,10 +40,10 @@ def select_mode(
     return requested
 
 
-def in_batch(index: int, size: int) -> str:
+def in_batch(index: int, batch: bool) -> str:
     """The prefix naming which search of a batch an error is about, as the wire names its
-    fields; a search of its own needs none."""
-    return f"searches.{index}: " if size > 1 else ""
+    fields (`searches.0` in a batch of one too); a search of its own needs none."""
+    return f"searches.{index}: " if batch else ""
 
 
 def uses_fts(mode: ResolvedMode) -> bool:

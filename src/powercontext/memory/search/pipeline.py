@@ -94,15 +94,16 @@ class SearchPipeline:
         self._config = service.config
 
     async def search(self, scope_id: str, request: SearchMemoryRequest) -> MemorySearchPage:
-        (page,) = await self.search_batch(scope_id, [request])
+        (page,) = await self.search_batch(scope_id, [request], batch=False)
         return page
 
     async def search_batch(
-        self, scope_id: str, requests: Sequence[SearchMemoryRequest]
+        self, scope_id: str, requests: Sequence[SearchMemoryRequest], *, batch: bool = True
     ) -> tuple[MemorySearchPage, ...]:
         """Every request answered at one head read once, with one embedder call for all queries
         and at most `rerank_concurrency` reranks in flight. The first error fails the whole call
-        (the single search's fail-closed policy); a fail-open guard marks pages instead."""
+        (the single search's fail-closed policy); a fail-open guard marks pages instead.
+        `batch`: errors name their search (`searches.N: `), as a batch call's must."""
         store, embedder, config = self._store, self._service.embedder, self._config
         deadline = None
         if config.timeout_seconds is not None:
@@ -133,14 +134,14 @@ class SearchPipeline:
                     )
                 )
             except CapabilityNotSupportedError as exc:
-                raise CapabilityNotSupportedError(in_batch(i, len(requests)) + str(exc)) from None
+                raise CapabilityNotSupportedError(in_batch(i, batch) + str(exc)) from None
         if missing and any(
             m == "fts" and r.mode == "auto" for m, r in zip(modes, requests, strict=True)
         ):
             warn_auto_served_fts(scope_id, missing)
         if head is None:
             return tuple(MemorySearchPage(memory_ref=None, mode=m, hits=()) for m in modes)
-        vectors = await self._query_vectors(requests, modes)
+        vectors = await self._query_vectors(requests, modes, batch=batch)
         rerank_slots = asyncio.Semaphore(config.rerank_concurrency)
         with search_deadline(deadline):
             return await _all_or_nothing(
@@ -151,7 +152,7 @@ class SearchPipeline:
             )
 
     async def _query_vectors(
-        self, requests: Sequence[SearchMemoryRequest], modes: list[ResolvedMode]
+        self, requests: Sequence[SearchMemoryRequest], modes: list[ResolvedMode], *, batch: bool
     ) -> list[Vector | None]:
         """Unit query vectors of the requests whose mode uses them, from one embedder call.
 
@@ -177,7 +178,7 @@ class SearchPipeline:
             for i in wanted:
                 if requests[i].mode != "auto":
                     raise CapabilityNotSupportedError(
-                        f"{in_batch(i, len(requests))}search mode {requests[i].mode!r} failed: "
+                        f"{in_batch(i, batch)}search mode {requests[i].mode!r} failed: "
                         f"embedding the query raised {type(exc).__name__}"
                     ) from exc
                 modes[i] = "fts"
