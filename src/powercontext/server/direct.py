@@ -12,7 +12,9 @@ whose body is JSON, `Content-Type: application/json`, a key the authority accept
 that validates. Its endpoint's errors go to the app's own exception handlers, so the answer
 is the one the router would give. Anything else (a refusal, an invalid body, a test's
 dependency overrides, another method or path) is handed to the app unchanged, with the body
-replayed, and FastAPI answers it as before (401 before 422 included).
+replayed, and FastAPI answers it as before (401 before 422 included). A route that would run
+more than that (a dependency or a body limit of its own, the router's middleware) or a layer
+added between this one and the exception middleware turns the direct way off.
 """
 
 from __future__ import annotations
@@ -25,6 +27,12 @@ from fastapi import FastAPI, Request
 from fastapi.routing import APIRoute
 from fastapi.telemetry import get_telemetry_data
 from pydantic import TypeAdapter
+from starlette._exception_handler import (
+    ExceptionHandlers,
+    StatusHandlers,
+    wrap_app_handling_exceptions,
+)
+from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.responses import Response
 from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -48,6 +56,8 @@ def direct_targets(app: FastAPI, operations: Sequence[Operation]) -> dict[str, _
     """Path -> target of each JSON-body POST operation whose path the router would give to
     that operation's route first (the router tries its routes in order)."""
     targets: dict[str, _Target] = {}
+    if app.router.middleware_stack != app.router.app:  # the router's own middleware (a limit)
+        return targets
     for operation in operations:
         http = operation.http
         if http is None or http.method != "POST" or http.raw is not None:
@@ -61,10 +71,18 @@ def direct_targets(app: FastAPI, operations: Sequence[Operation]) -> dict[str, _
                 match is Match.FULL
                 and isinstance(route, APIRoute)
                 and route.name == operation.operation_id
+                and _nothing_but_the_endpoint(route)
             ):
                 targets[http.path] = _Target(route, operation)
             break  # the first route that matches decides, as in the router
     return targets
+
+
+def _nothing_but_the_endpoint(route: APIRoute) -> bool:
+    """The route runs its endpoint, the caller's key check and the body's validation only:
+    no dependency of its own (a router's `dependencies=` lands here too), no body limit."""
+    callers = [dependency.call for dependency in route.dependant.dependencies]
+    return callers == [caller] and getattr(route, "max_body_size", None) is None
 
 
 class DirectJsonCalls:
@@ -78,7 +96,8 @@ class DirectJsonCalls:
 
     def _target(self, scope: Scope) -> _Target | None:
         if (
-            scope["type"] != "http"
+            not isinstance(self.app, ExceptionMiddleware)  # the layer it skips must be next
+            or scope["type"] != "http"
             or scope.get("method") != "POST"
             or scope.get("root_path")
             or self.fastapi_app.dependency_overrides
@@ -108,14 +127,16 @@ class DirectJsonCalls:
         scope["route"] = route  # read by the access log and the metrics
         scope["endpoint"] = route.endpoint
         scope["path_params"] = {}
-        try:
+        assert isinstance(self.app, ExceptionMiddleware)  # else no target (`_target`)
+        scope["starlette.exception_handlers"] = _handlers_of(self.app)
+
+        async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
             response: Response = await route.endpoint(request=request, grant=grant, body=validated)
-        except Exception as exc:
-            handler = _handler_of(self.fastapi_app, exc)
-            if handler is None:
-                raise
-            response = await handler(request, exc)
-        await response(scope, replay, send)
+            await response(scope, receive, send)
+
+        # Starlette's own choice of handler, as the route's wrapper makes it: a status
+        # code's handler before a class's, a sync handler in a thread, none once answering.
+        await wrap_app_handling_exceptions(endpoint, request)(scope, replay, send)
 
 
 async def _whole_body(receive: Receive) -> bytes | None:
@@ -147,13 +168,7 @@ async def _well_formed(
         return None
 
 
-def _handler_of(app: FastAPI, exc: Exception) -> Any:
-    """The app's exception handler for `exc`'s class (nearest in its MRO), as Starlette's
-    exception middleware chooses it; None when there is none."""
-    for cls in type(exc).__mro__:
-        if cls is Exception:  # the server-error layer's, outside the request middleware
-            return None
-        handler = app.exception_handlers.get(cls)
-        if handler is not None:
-            return handler
-    return None
+def _handlers_of(middleware: ExceptionMiddleware) -> tuple[ExceptionHandlers, StatusHandlers]:
+    """The handlers the exception middleware gives the router's routes (its scope entry):
+    the app's, without the server-error layer's (500 and Exception)."""
+    return middleware._exception_handlers, middleware._status_handlers
