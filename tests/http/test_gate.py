@@ -155,3 +155,45 @@ def test_every_response_says_nosniff(open_server: Served) -> None:
         ]
     for response in answers:
         assert response.headers["x-content-type-options"] == "nosniff", response.request.url
+
+
+def test_every_operation_route_needs_its_key_at_the_gate() -> None:
+    from powercontext.server.gate import PROTECTED_PREFIXES
+    from powercontext.server.operations import OPERATIONS
+
+    paths = [op.http.path for op in OPERATIONS if op.http is not None]
+    assert paths and [p for p in paths if not p.startswith(PROTECTED_PREFIXES)] == []
+
+
+@pytest.mark.parametrize("path", ["/v1/scopes/forget", "/v1/memory/forget"])
+def test_a_keyless_malformed_body_is_a_401_on_every_write_route(
+    auth_server: Served, path: str
+) -> None:
+    with httpx.Client(base_url=auth_server.url) as client:
+        answer = client.post(path, content=b"{", headers={"Content-Type": "application/json"})
+    assert answer.status_code == 401, answer.text
+
+
+def test_the_gate_judges_the_authorization_the_route_uses(auth_server: Served) -> None:
+    """Two Authorization headers: the route reads the first, so the gate must too."""
+    with httpx.Client(base_url=auth_server.url) as client:
+        answer = client.request(
+            "POST",
+            "/v1/memory/head",
+            json={"scope_id": "scope-a"},
+            headers=[
+                ("Authorization", f"Bearer {KEY_A}"),
+                ("Authorization", "Bearer not-a-configured-key-999"),
+            ],
+        )
+        reversed_answer = client.request(
+            "POST",
+            "/v1/memory/head",
+            json={"scope_id": "scope-a"},
+            headers=[
+                ("Authorization", "Bearer not-a-configured-key-999"),
+                ("Authorization", f"Bearer {KEY_A}"),
+            ],
+        )
+    assert answer.status_code == 200, answer.text
+    assert reversed_answer.status_code == 401, reversed_answer.text

@@ -31,7 +31,7 @@ from starlette.types import Scope
 from powercontext.server.auth import ApiKeyAuthority, is_loopback
 from powercontext.server.errors import UnauthorizedError, envelope
 
-PROTECTED_PREFIXES = ("/v1/memory/", "/ui/api/", "/mcp")
+PROTECTED_PREFIXES = ("/v1/memory/", "/v1/scopes", "/ui/api/", "/mcp")
 """Routes that need a key when auth is enabled; health, readiness, metrics and docs do not."""
 
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -65,7 +65,12 @@ def body_limit(path: str, *, max_body_bytes: int, max_write_body_bytes: int) -> 
 
 
 def _headers(scope: Scope) -> dict[str, str]:
-    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+    """Each header's first value, as the routes read it (Starlette's `Headers.get`): the gate
+    must judge the same Authorization the route then uses."""
+    headers: dict[str, str] = {}
+    for key, value in scope.get("headers", ()):
+        headers.setdefault(key.decode("latin-1").lower(), value.decode("latin-1"))
+    return headers
 
 
 def _hostname(host_header: str) -> str | None:
