@@ -147,3 +147,26 @@ async def test_turn_by_turn_writes_search_like_one_batch(url: str) -> None:
             SearchMemoryRequest(query="freezing", mode="fts")
         )
         assert {hit.metadata["i"] for hit in page.hits} == {0, 1, 3}
+
+
+async def test_closing_does_not_wait_for_the_backfill_interval(url: str) -> None:
+    """The backfill's first pass is still reading when the block ends: psycopg answers the
+    cancelled query with an error, which the loop must not take for an outage to retry
+    (closing then waited out the 30 s interval, and its backoff, for good)."""
+    import asyncio
+    import contextlib
+    import time
+
+    async with open_runtime(settings(url)) as runtime:
+        await runtime.memory.for_scope("close").remember(RememberMemoryRequest(text="x"))
+
+    async def open_read_close() -> None:
+        async with open_runtime(settings(url)) as runtime:
+            await runtime.memory.for_scope("close").head()
+
+    for _ in range(2):
+        started = time.monotonic()
+        # Bounded, so the test fails instead of hanging; the bound's cancel may be swallowed.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(open_read_close(), 15)
+        assert time.monotonic() - started < 10

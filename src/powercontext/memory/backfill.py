@@ -18,7 +18,6 @@ then every `interval_seconds`:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -75,6 +74,7 @@ class VectorBackfill:
         self.filled_total = 0
         self.passes = 0
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     @property
     def pending_total(self) -> int:
@@ -108,23 +108,33 @@ class VectorBackfill:
     def start(self) -> None:
         """Run a pass now and then every interval, until `stop`."""
         if self._task is None:
+            self._stopping = False  # `stop` waited for the previous task to end
             self._task = asyncio.create_task(self._run(), name="powercontext-vector-backfill")
 
     async def stop(self) -> None:
         task, self._task = self._task, None
         if task is None:
             return
+        self._stopping = True
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        try:
             await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # the caller is being cancelled too: not ours to swallow
 
     async def _run(self) -> None:
         delay = self.interval_seconds
-        while True:
+        while not self._stopping:
             try:
                 await self.fill_pass()
                 delay = self.interval_seconds
             except Exception as exc:  # a provider or database outage: retry later, never die
+                if self._stopping:
+                    # The cancel arrived as an error: psycopg answers a cancelled query with
+                    # QueryCanceled (a StorageError here), and the loop would sleep on.
+                    return
                 delay = min(max(delay * 2, self.interval_seconds), MAX_BACKOFF_SECONDS)
                 log.warning(
                     "vector backfill failed (%s); %d vectors pending; next try in %.0f s",
