@@ -114,5 +114,6 @@ def test_a_missing_or_unknown_key_refuses_to_start_with_one_line(tmp_path: Path)
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and "unauthorized" in lines[0], done.stderr
         assert "--api-key" in lines[0] and "POWERCONTEXT_MCP_API_KEY" in lines[0]
+        assert "POWERCONTEXT_CLIENT_API_KEY" not in lines[0]  # does nothing for `mcp`
         assert done.stdout == ""
     assert not (tmp_path / "stdio.db").exists()  # refused before the store was opened

@@ -27,8 +27,9 @@ def fail_on_errors() -> Iterator[None]:
     except PowerContextError as exc:
         code = str(getattr(exc, "code", "error"))
         message = str(getattr(exc, "message", None) or str(exc))
-        if code == "unauthorized":
-            # The server's message names the HTTP header, which a CLI user does not write.
+        if code == "unauthorized" and "API_KEY" not in message:
+            # The server's message names the HTTP header, which a CLI user does not write;
+            # a message naming its own key variable (`powercontext mcp`) needs no other.
             message = f"{message}; {_KEY_HINT}"
         print_error(code, message)
         raise typer.Exit(EXIT_FAILURE) from exc

@@ -8,11 +8,11 @@ array, CSR-like); a new process maps it, builds the term dictionary, and catches
 usual incremental refresh (keys above `last_key`, removals after `last_head`, rewrites after
 `last_rewrite`). A term's postings stay views into the mapping until a new row adds to them.
 
-Written, trusted and discarded like the vector snapshots (snapshots.py): after a scope of at
-least `snapshot_min_rows` rows is first filled, and again once a quarter of its rows have been
-read since; trusted only if the scope's head and rewrite sequence have reached the
-snapshot's, and the last version it read is still there, added at the same revision, with the
-same tokens.
+Written, trusted and discarded like the vector snapshots (vector_snapshots.py, the files in
+mapped.py): after a scope of at least `snapshot_min_rows` rows is first filled, and again
+once a quarter of its rows have been read since; trusted only if the scope's head and
+rewrite sequence have reached the snapshot's, and the last version it read is still there,
+added at the same revision, with the same tokens.
 """
 
 from __future__ import annotations
