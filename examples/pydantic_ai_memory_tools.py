@@ -9,6 +9,8 @@ the final hits with their citations. Start a server (`powercontext server run`),
     agent = Agent("openai:gpt-4.1-mini", toolsets=[memory_toolset("project")])
     print(agent.run_sync("Remember that we deploy on Tuesdays. When do we deploy?").output)
 
+or from the shell, `python examples/pydantic_ai_memory_tools.py [MODEL] [SCOPE]`.
+
 Lives outside the package on purpose: inside `src/`, only `powercontext.inference.pydantic_ai`
 imports pydantic-ai. tests/http/test_integrations.py runs it against a live server.
 """
@@ -55,3 +57,33 @@ def memory_toolset(
         ]
 
     return FunctionToolset([remember, search_memory])
+
+
+def main(argv: list[str]) -> int:
+    """`python examples/pydantic_ai_memory_tools.py [MODEL] [SCOPE]`: one question, two tools."""
+    import sys
+
+    from pydantic_ai import Agent
+    from pydantic_ai.exceptions import UserError
+
+    from powercontext.memory.errors import PowerContextError
+
+    model = argv[0] if argv else "openai:gpt-4.1-mini"
+    scope_id = argv[1] if len(argv) > 1 else "project"
+    question = "Remember that we deploy on Tuesdays, then tell me when we deploy."
+    try:
+        agent = Agent(model, toolsets=[memory_toolset(scope_id)])
+        print(agent.run_sync(question).output)
+    except UserError as exc:  # no provider key, an unknown model: pydantic-ai says which
+        print(f"error: the model {model!r} cannot be used: {exc}", file=sys.stderr)
+        return 2
+    except PowerContextError as exc:  # the server did not answer, or refused the key
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))
