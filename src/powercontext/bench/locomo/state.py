@@ -19,6 +19,16 @@ class RunStateError(RuntimeError):
     """The output directory holds a run with other settings."""
 
 
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested settings as dotted keys (`config.top_k`), so a refusal names the setting."""
+    if not isinstance(value, dict) or not value:
+        return {prefix: value} if prefix else {}
+    flat: dict[str, Any] = {}
+    for key, item in value.items():
+        flat |= _flat(item, f"{prefix}.{key}" if prefix else str(key))
+    return flat
+
+
 def _write_json(path: Path, payload: Any) -> None:
     temporary = path.with_suffix(path.suffix + ".tmp")
     temporary.write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
@@ -44,10 +54,9 @@ class RunState:
             saved = json.loads(self._path.read_text(encoding="utf-8"))
             previous = saved.get("fingerprint", {})
             if previous != self.fingerprint:
+                before, now = _flat(previous), _flat(self.fingerprint)
                 changed = sorted(
-                    key
-                    for key in set(previous) | set(self.fingerprint)
-                    if previous.get(key) != self.fingerprint.get(key)
+                    key for key in set(before) | set(now) if before.get(key) != now.get(key)
                 )
                 raise RunStateError(
                     f"{self.out} holds a run with different settings ({', '.join(changed)}); "
