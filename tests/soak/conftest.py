@@ -14,7 +14,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     asked = "slow" in (config.getoption("markexpr") or "") or os.environ.get("POWERCONTEXT_SOAK")
     if asked:
         return
-    skip = pytest.mark.skip(reason="full soak: run with `pytest -m slow tests/soak`")
+    skip = pytest.mark.skip(reason="slow: run with `pytest -m slow` (the full soaks: tests/soak)")
     for item in items:
         if item.get_closest_marker("slow") is not None:
             item.add_marker(skip)
