@@ -11,19 +11,14 @@ app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 
 
 async def _upgrade(url: str) -> list[int] | None:
-    from powercontext.extras import install_hint
-    from powercontext.memory.errors import ConfigurationError
-    from powercontext.storage import URL_VARIABLE, open_store
+    from powercontext.storage import open_store, postgres_missing
 
     if url.startswith(("postgresql://", "postgres://")):
         try:
             from powercontext.storage.postgres import upgrade
         except ImportError as exc:
             # What opening the store says (storage.open_store), not a traceback.
-            raise ConfigurationError(
-                f"{URL_VARIABLE} names PostgreSQL, but its backend is not available ({exc}); "
-                f"install the postgres extra: {install_hint('postgres')}"
-            ) from exc
+            raise postgres_missing(exc) from exc
         return await upgrade(url)
 
     # The SQLite store migrates when it opens; which versions were pending is not reported.

@@ -19,6 +19,14 @@ def sqlite_path(url: str) -> str:
     return path
 
 
+def postgres_missing(exc: ImportError) -> ConfigurationError:
+    """What to say when the URL names PostgreSQL and its adapter cannot be imported."""
+    return ConfigurationError(
+        f"{URL_VARIABLE} names PostgreSQL, but its backend is not available ({exc}); "
+        f"install the postgres extra: {install_hint('postgres')}"
+    )
+
+
 async def open_store(url: str) -> MemoryStore:
     """Open (and migrate) the store a URL names; adapters are imported only when chosen."""
     if url.startswith(_SQLITE):
@@ -29,10 +37,7 @@ async def open_store(url: str) -> MemoryStore:
         try:
             from powercontext.storage.postgres import PostgresMemoryStore
         except ImportError as exc:
-            raise ConfigurationError(
-                f"{URL_VARIABLE} names PostgreSQL, but its backend is not available ({exc}); "
-                f"install the postgres extra: {install_hint('postgres')}"
-            ) from exc
+            raise postgres_missing(exc) from exc
         store: MemoryStore = await PostgresMemoryStore.open(url)
         return store
     scheme = url.split(":", 1)[0] if ":" in url else url
@@ -42,4 +47,4 @@ async def open_store(url: str) -> MemoryStore:
     )
 
 
-__all__ = ["URL_VARIABLE", "open_store", "sqlite_path"]
+__all__ = ["URL_VARIABLE", "open_store", "postgres_missing", "sqlite_path"]
