@@ -62,7 +62,10 @@ class InferenceConfig(SettingsGroup):
             # Cheap checks only; `llamacpp:smollm2` is verified (size, sha256) when it loads.
             if not target:
                 raise ValueError(f"use {LLAMACPP_PREFIX}/path/to/model.gguf")
-            if target != "smollm2" and not Path(target).expanduser().is_file():
+            path = Path(target).expanduser()
+            if target != "smollm2" and path.is_dir():
+                raise ValueError(f"{target!r} is a directory; name the .gguf file inside it")
+            if target != "smollm2" and not path.is_file():
                 raise ValueError(f"the model file {target!r} does not exist")
             if importlib.util.find_spec("xllamacpp") is None:
                 raise ValueError(f"a llamacpp: model needs the [llm] extra: {install_hint('llm')}")

@@ -88,6 +88,10 @@ def model_path(spec: str) -> Path:
     if not target:
         raise ConfigurationError(f"{variable}: use {LLAMACPP_PREFIX}/path/to/model.gguf")
     path = Path(target).expanduser()
+    if path.is_dir():
+        raise ConfigurationError(
+            f"{variable}: {str(path)!r} is a directory; name the .gguf file inside it"
+        )
     if not path.is_file():
         raise ConfigurationError(f"{variable}: the model file {str(path)!r} does not exist")
     if not os.access(path, os.R_OK):

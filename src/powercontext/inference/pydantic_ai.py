@@ -20,6 +20,7 @@ from pydantic_ai import (
     AgentRunError,
     ConcurrencyLimitExceeded,
     ModelAPIError,
+    ModelContextWindowExceededError,
     ModelHTTPError,
     ModelRequestTimeout,
     ModelTimeoutError,
@@ -131,6 +132,34 @@ def _run_usage(usage: RunUsage) -> InferenceUsage:
     )
 
 
+# llama.cpp's error type, and OpenAI's (and vLLM's) error code, for a prompt longer than the
+# model's context. pydantic-ai categorizes only the latter.
+_CONTEXT_OVERFLOW = frozenset({"exceed_context_size_error", "context_length_exceeded"})
+
+
+def _context_overflow_hint(exc: ModelAPIError) -> str:
+    """What to change when the provider refused a prompt too long for the model's context, else
+    "". A bare "HTTP 400" sends the operator looking everywhere but the context size. Only the
+    token counts of llama.cpp's error body are quoted: its message can echo the prompt."""
+    if not isinstance(exc, ModelContextWindowExceededError) and not (
+        exc.provider_error_type in _CONTEXT_OVERFLOW or exc.provider_error_code in _CONTEXT_OVERFLOW
+    ):
+        return ""
+    body = exc.body if isinstance(exc, ModelHTTPError) else None
+    sizes = ""
+    if isinstance(body, dict):
+        prompt, context = body.get("n_prompt_tokens"), body.get("n_ctx")
+        if type(prompt) is int and type(context) is int:
+            sizes = f" ({prompt} tokens for a context of {context})"
+    return (
+        f": the prompt does not fit the model's context{sizes}; raise "
+        f"{env_name('inference', 'llamacpp_context_size')} (a llamacpp: model) or the server's "
+        "context size, or send fewer or shorter rerank candidates "
+        f"({env_name('runtime', 'memory_rerank_candidate_limit')}, "
+        f"{env_name('runtime', 'memory_rerank_max_candidate_chars')})"
+    )
+
+
 def map_inference_error(exc: Exception, *, operation: str) -> InferenceError:
     """The fail-closed domain error for any failure raised while `operation` ran in pydantic-ai.
 
@@ -145,6 +174,7 @@ def map_inference_error(exc: Exception, *, operation: str) -> InferenceError:
     if isinstance(exc, ModelHTTPError):
         return InferenceUnavailableError(
             f"{operation} failed: the provider answered HTTP {exc.status_code} ({kind})"
+            + _context_overflow_hint(exc)
         )
     if isinstance(exc, ModelAPIError) and (
         isinstance(exc.__cause__, ValueError) or isinstance(exc, UnexpectedModelBehavior)
@@ -157,8 +187,9 @@ def map_inference_error(exc: Exception, *, operation: str) -> InferenceError:
             f"{operation} failed: the provider's response could not be decoded ({kind})"
         )
     if isinstance(exc, ModelAPIError | ConcurrencyLimitExceeded | OSError):
+        hint = _context_overflow_hint(exc) if isinstance(exc, ModelAPIError) else ""
         return InferenceUnavailableError(
-            f"{operation} failed: the provider is unavailable ({kind})"
+            f"{operation} failed: the provider is unavailable ({kind}){hint}"
         )
     if isinstance(exc, UnexpectedModelBehavior | UsageLimitExceeded):
         return InvalidInferenceOutputError(
