@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from powercontext.cli.errors import fail_on_errors
@@ -27,6 +29,17 @@ async def _upgrade(url: str) -> list[int] | None:
     return None
 
 
+def _new_sqlite_file(url: str) -> str | None:
+    """The SQLite file `db upgrade` is about to create, if the URL names one that does not
+    exist: an operator who mistyped the path should read that a new database was made."""
+    from powercontext.storage import sqlite_path
+
+    if not url.startswith("sqlite:///"):
+        return None
+    path = sqlite_path(url)
+    return None if path == ":memory:" or Path(path).exists() else path
+
+
 @app.command("upgrade")
 def upgrade_command() -> None:
     """Apply every pending migration to POWERCONTEXT_SERVER_DATABASE_URL."""
@@ -34,9 +47,12 @@ def upgrade_command() -> None:
 
     with fail_on_errors():
         url = ServerSettings().database.resolved_url()
+        created = _new_sqlite_file(url)
         with naming_the_database():
             applied = run_async(_upgrade(url))
-    if applied is None:
+    if applied is None and created is not None:
+        typer.echo(f"created a new database at {created}; schema is current")
+    elif applied is None:
         typer.echo("schema is current")
     elif applied:
         typer.echo("applied migrations: " + ", ".join(str(v) for v in applied))

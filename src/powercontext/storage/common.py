@@ -93,16 +93,21 @@ def validate_plan(changes: Sequence[PlannedChange]) -> None:
 
 
 def refuse_nul(what: str, value: object) -> None:
-    """Refuse NUL (U+0000) in a string, or in a JSON value's keys and strings.
+    """Refuse NUL (U+0000) and lone surrogates in a string, or in a JSON value's keys and
+    strings.
 
-    PostgreSQL's text cannot hold it (and its jsonb, which metadata filters cast to, rejects
+    PostgreSQL's text cannot hold NUL (and its jsonb, which metadata filters cast to, rejects
     the `\\u0000` escape), and the API refuses it in every string (docs/http.md). Refusing it
     here makes both stores answer alike, a validation error, where SQLite used to keep what
     PostgreSQL failed on (or kept metadata its filters then failed on, for the whole scope).
+    A lone surrogate has no UTF-8 form, so neither driver can send it: it escaped as the
+    driver's UnicodeEncodeError instead.
     """
     if isinstance(value, str):
         if "\x00" in value:
             raise MemoryValidationError(f"{what} must not contain NUL characters")
+        if not encodable(value):
+            raise MemoryValidationError(f"{what} must be valid Unicode (no lone surrogates)")
     elif isinstance(value, dict):
         for key, item in value.items():
             refuse_nul(f"{what} key", key)
@@ -110,6 +115,21 @@ def refuse_nul(what: str, value: object) -> None:
     elif isinstance(value, (list, tuple)):
         for item in value:
             refuse_nul(what, item)
+
+
+def encodable(value: str) -> bool:
+    """Whether `value` has a UTF-8 form (no lone surrogates): what a driver can send."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def findable(params: Sequence[object]) -> bool:
+    """Whether a lookup by these values can find a row: no stored string holds a lone
+    surrogate, so such a lookup finds nothing rather than failing in the driver."""
+    return all(encodable(value) for value in params if isinstance(value, str))
 
 
 def query_array(query: Vector) -> npt.NDArray[np.float32]:

@@ -11,6 +11,7 @@ from psycopg.rows import TupleRow
 
 from powercontext.memory.models import MemoryChange
 from powercontext.memory.ports import IdempotentWrite, StoredVersion, VersionPage
+from powercontext.storage import common
 from powercontext.storage.common import (
     CHANGE_COLUMNS,
     VERSION_COLUMNS,
@@ -44,8 +45,10 @@ async def active_count(conn: AsyncConnection[TupleRow], scope_id: str, revision:
 def findable(params: Sequence[object]) -> bool:
     """Whether a lookup by these values can find a row. PostgreSQL text cannot hold NUL, so no
     stored id has one and the driver refuses to send one: such a lookup finds nothing, as it
-    does on SQLite, rather than failing as a storage error."""
-    return not any(isinstance(value, str) and "\x00" in value for value in params)
+    does on SQLite, rather than failing as a storage error. Likewise a lone surrogate."""
+    return common.findable(params) and not any(
+        isinstance(value, str) and "\x00" in value for value in params
+    )
 
 
 async def one_version(

@@ -17,7 +17,7 @@ vectors of a new embedding profile (see vectors.py).
 
 from __future__ import annotations
 
-from psycopg import AsyncConnection, errors
+from psycopg import AsyncConnection, errors, sql
 from psycopg.rows import TupleRow
 
 from powercontext.memory.errors import StorageError
@@ -215,14 +215,42 @@ _CREATE_BOOKKEEPING = (
 )
 
 
+_BOOKKEEPING_COLUMNS = ["version", "applied_at"]
+
+
 async def applied_version(conn: AsyncConnection[TupleRow]) -> int:
-    cur = await conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
+    """The schema version recorded in the schema the migrations create their tables in (the
+    first existing one of the search path). A bookkeeping table of another application is
+    refused: Rails, golang-migrate and Ecto keep one named `schema_migrations` too.
+
+    Only that schema is looked in: with `search_path=powercontext,public`, as docs/postgres.md
+    advises, an unqualified lookup found another application's table in `public` and read
+    its versions (text, or timestamps) as ours, so PowerContext could never be installed."""
+    cur = await conn.execute(
+        "SELECT current_schema(), array_agg(column_name::text ORDER BY ordinal_position) "
+        "FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND table_name = 'schema_migrations'"
+    )
     row = await cur.fetchone()
-    if row is None or not row[0]:
-        return 0
-    cur = await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
-    row = await cur.fetchone()
-    return int(row[0]) if row else 0
+    if row is None or row[0] is None or row[1] is None:
+        return 0  # nothing recorded (or no schema to create in: CREATE TABLE says so)
+    schema, columns = str(row[0]), list(row[1])
+    table = sql.Identifier(schema, "schema_migrations")
+    if columns == _BOOKKEEPING_COLUMNS:
+        cur = await conn.execute(
+            sql.SQL("SELECT coalesce(max(version), 0), to_regclass({}) IS NOT NULL FROM {}").format(
+                sql.Literal(sql.Identifier(schema, "scopes").as_string(conn)), table
+            )
+        )
+        found = await cur.fetchone()
+        version = int(found[0]) if found else 0
+        if version == 0 or (found is not None and found[1]):
+            return version
+    raise StorageError(
+        f"schema {schema!r} holds a schema_migrations table of another application "
+        f"(columns: {', '.join(columns)}); PowerContext leaves it untouched: give PowerContext "
+        "a schema of its own, first on the search path (options=-csearch_path=NAME,public)"
+    )
 
 
 async def migrate(conn: AsyncConnection[TupleRow], where: str = "this database") -> list[int]:

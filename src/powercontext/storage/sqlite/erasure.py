@@ -42,6 +42,7 @@ from powercontext.storage.common import (
     erasure_head,
     erasure_key_record,
     erasure_records,
+    findable,
     tombstone_from_row,
     tombstone_query,
 )
@@ -154,5 +155,11 @@ def checkpoint(conn: sqlite3.Connection, target: str) -> None:
 
 
 def tombstones(conn: sqlite3.Connection, query: TombstoneQuery) -> list[Tombstone]:
-    rows = conn.execute(*tombstone_query(query, "sqlite")).fetchall()
+    if query.entry_ids is not None:  # an id no row can hold finds nothing, the others still do
+        kept = tuple(i for i in query.entry_ids if findable((i,)))
+        query = TombstoneQuery(query.scope_id, entry_ids=kept)
+    sql, params = tombstone_query(query, "sqlite")
+    if not findable(params):
+        return []
+    rows = conn.execute(sql, params).fetchall()
     return [tombstone_from_row(row, datetime.fromisoformat(row[4])) for row in rows]

@@ -24,6 +24,7 @@ from powercontext.storage.common import (
     CHANGE_COLUMNS,
     VERSION_COLUMNS,
     change_from_row,
+    findable,
     idempotency_query,
     idempotent_write_from_row,
     page_query,
@@ -65,6 +66,8 @@ def active_count(conn: sqlite3.Connection, scope_id: str, revision: int) -> int:
 
 
 def latest_version(conn: sqlite3.Connection, scope_id: str, entry_id: str) -> StoredVersion | None:
+    if not findable((scope_id, entry_id)):
+        return None
     row = conn.execute(
         f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE scope_id = ? AND entry_id = ? "
         "ORDER BY version DESC LIMIT 1",
@@ -74,6 +77,8 @@ def latest_version(conn: sqlite3.Connection, scope_id: str, entry_id: str) -> St
 
 
 def entry_versions(conn: sqlite3.Connection, scope_id: str, entry_id: str) -> list[StoredVersion]:
+    if not findable((scope_id, entry_id)):
+        return []
     rows = conn.execute(
         f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE scope_id = ? AND entry_id = ? "
         "ORDER BY version",
@@ -83,6 +88,8 @@ def entry_versions(conn: sqlite3.Connection, scope_id: str, entry_id: str) -> li
 
 
 def idempotent_write(conn: sqlite3.Connection, scope_id: str, key: str) -> IdempotentWrite | None:
+    if not findable((scope_id, key)):
+        return None
     row = conn.execute(*idempotency_query(scope_id, key, "sqlite")).fetchone()
     return idempotent_write_from_row(row, keys=json.loads)
 
@@ -90,6 +97,8 @@ def idempotent_write(conn: sqlite3.Connection, scope_id: str, key: str) -> Idemp
 def get_version(
     conn: sqlite3.Connection, scope_id: str, entry_version_id: str
 ) -> StoredVersion | None:
+    if not findable((scope_id, entry_version_id)):
+        return None
     row = conn.execute(
         f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE scope_id = ? AND entry_version_id = ?",
         (scope_id, entry_version_id),
@@ -116,7 +125,9 @@ def entry_heads(
     conn: sqlite3.Connection, scope_id: str, entry_ids: Sequence[str]
 ) -> dict[str, StoredVersion]:
     found: dict[str, StoredVersion] = {}
-    for part in chunks(sorted(set(entry_ids))):
+    if not findable((scope_id,)):
+        return found
+    for part in chunks(sorted({entry_id for entry_id in entry_ids if findable((entry_id,))})):
         marks = ",".join("?" * len(part))
         for row in conn.execute(
             f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE scope_id = ? "

@@ -154,11 +154,21 @@ def _applied_version(conn: sqlite3.Connection) -> int:
     return int(row[0])
 
 
+_BOOKKEEPING_COLUMNS = ["version", "applied_at"]
+_FIRST_TABLES = frozenset({"scopes", "revisions", "entry_versions", "changes", "entry_fts"})
+"""Tables migration 1 creates and no later one drops: any file of ours past it has them."""
+
+
 def foreign_tables(conn: sqlite3.Connection) -> list[str]:
     """The tables of a database PowerContext never migrated (another application's file), or
     [] for a new, empty file or one of ours. Read before anything is written to the file: even
     switching it to WAL mode changes its header. Every migration commits together with its
-    `schema_migrations` row, so a file of ours never shows tables without that one."""
+    `schema_migrations` row, so a file of ours never shows tables without that one.
+
+    The name `schema_migrations` alone proves nothing: Rails, golang-migrate and Ecto keep a
+    table of that name. Taken for ours, such a file was switched to WAL mode (its header
+    rewritten) and then reported as a "newer schema" or a failed migration. So the table must
+    have our columns, and once it records a migration, migration 1's tables must be there."""
     names = [
         str(row[0])
         for row in conn.execute(
@@ -166,7 +176,13 @@ def foreign_tables(conn: sqlite3.Connection) -> list[str]:
             "AND name NOT LIKE 'sqlite^_%' ESCAPE '^' ORDER BY name"
         )
     ]
-    return [] if "schema_migrations" in names else names
+    if "schema_migrations" not in names:
+        return names
+    columns = [str(row[1]) for row in conn.execute("PRAGMA table_info(schema_migrations)")]
+    if columns != _BOOKKEEPING_COLUMNS:
+        return names
+    recorded = conn.execute("SELECT 1 FROM schema_migrations LIMIT 1").fetchone() is not None
+    return names if recorded and not set(names) >= _FIRST_TABLES else []
 
 
 def migrate(conn: sqlite3.Connection) -> int:
