@@ -1,12 +1,20 @@
-"""Prometheus metrics of one app, in its own registry (two apps in a process never collide)."""
+"""Prometheus metrics of one app, in its own registry (two apps in a process never collide).
+
+Under `server run --workers N` the processes share one port, so a scrape reaches any one of
+them: each then writes its values to files in the directory named by PROMETHEUS_MULTIPROC_DIR
+(prometheus_client's multiprocess mode, chosen when the package is first imported; the runner
+sets it before the workers start), and a scrape adds up every worker's files.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from powercontext.memory.service import SearchObservation
 from powercontext.memory.values import RerankStatus
@@ -24,10 +32,14 @@ RERANK_FAILURES = frozenset(
 )
 """The codes only a search's rerank stage raises (a query embedding that fails is a 422)."""
 
+MULTIPROCESS_DIRECTORY = "PROMETHEUS_MULTIPROC_DIR"
+
 
 class ServerMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self._shared = os.environ.get(MULTIPROCESS_DIRECTORY) or None
+        self._read_pending: Callable[[], int] | None = None
         self._children: dict[tuple[int, tuple[str, ...]], MetricWrapperBase] = {}
         self.requests = Counter(
             "powercontext_http_requests",
@@ -87,9 +99,12 @@ class ServerMetrics:
             "by the background backfill, or by /v1/ready when it is off (auto search serves "
             "fts for their scopes meanwhile).",
             registry=self.registry,
+            # Every worker counts the same database: the scraping worker's fresh count.
+            multiprocess_mode="mostrecent",
         )
 
     def track_vectors_pending(self, read: Callable[[], int]) -> None:
+        self._read_pending = read
         self.vectors_pending.set_function(read)
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
@@ -124,4 +139,11 @@ class ServerMetrics:
         return child  # type: ignore[return-value]  # the child of `metric` is its type
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        if self._shared is None:
+            return generate_latest(self.registry)
+        # A function gauge is not written to the shared files: write its value now.
+        if self._read_pending is not None:
+            self.vectors_pending.set(self._read_pending())
+        every_worker = CollectorRegistry()
+        MultiProcessCollector(every_worker, path=self._shared)  # type: ignore[no-untyped-call]
+        return generate_latest(every_worker)

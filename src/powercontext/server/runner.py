@@ -9,7 +9,13 @@ With `workers` > 1, uvicorn's supervisor binds the socket and starts that many p
 with its own app and runtime on the same database (a file or PostgreSQL: writes from several
 processes are serialized by the store and retried on a lost race). The parent opens the
 runtime once first, so configuration errors still come out as one line and schema
-migrations run once before the workers start.
+migrations run once before the workers start. A worker that still fails to start (the database
+went away in between) stops the others and fails the command: never exit 0 for a server that
+did not serve. The workers write their metrics to a shared directory, so a scrape reaching any
+of them reports all (`server/metrics.py`).
+
+The address is tried before anything opens: a port in use is one line, not uvicorn's log of a
+started app that then failed to bind.
 
 uvicorn parses HTTP with httptools and runs on uvloop when they are importable (core
 dependencies, prebuilt wheels; both are C): about a tenth of the server's CPU per search
@@ -20,20 +26,28 @@ asyncio, with the same behaviour.
 from __future__ import annotations
 
 import asyncio
+import errno
+import logging
 import os
+import shutil
+import socket
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import uvicorn
+from uvicorn.config import STARTUP_FAILURE
+from uvicorn.supervisors import Multiprocess
 
 from powercontext.config import ServerSettings
-from powercontext.memory.errors import ConfigurationError
+from powercontext.memory.errors import ConfigurationError, PowerContextError
 from powercontext.memory.service import SearchObserver
 from powercontext.runtime import Runtime, open_runtime
 from powercontext.server.app import PowerContextApp, create_app
 from powercontext.server.auth import ApiKeyAuthority, check_bind_safety
 from powercontext.server.logs import configure_logging
+from powercontext.server.metrics import MULTIPROCESS_DIRECTORY
 
 GRACEFUL_SHUTDOWN_SECONDS = 10
 
@@ -47,6 +61,7 @@ def serve(settings: ServerSettings | None = None, *, workers: int = 1) -> None:
     if workers > 1:
         _serve_workers(settings, workers)
     else:
+        _check_address(settings.http.host, settings.http.port)
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
             runner.run(_serve(settings))
 
@@ -83,16 +98,82 @@ def _serve_workers(settings: ServerSettings, workers: int) -> None:
             "belongs to one process (set POWERCONTEXT_SERVER_DATABASE_URL to a file or "
             "postgresql://...)"
         )
+    sock = _listen(settings.http.host, settings.http.port)
+    with sock:
+        _run_workers(settings, workers, sock)
+
+
+def _run_workers(settings: ServerSettings, workers: int, sock: socket.socket) -> None:
     asyncio.run(_check_opens(settings))
-    # Workers read their settings from the environment: carry the command line's bind there.
+    # Workers read their settings from the environment: carry the command line's bind there
+    # (the port bound, which --port 0 left to the kernel).
     os.environ["POWERCONTEXT_SERVER_HTTP_HOST"] = settings.http.host
-    os.environ["POWERCONTEXT_SERVER_HTTP_PORT"] = str(settings.http.port)
-    uvicorn.run(
+    os.environ["POWERCONTEXT_SERVER_HTTP_PORT"] = str(sock.getsockname()[1])
+    config = uvicorn.Config(
         "powercontext.server.runner:worker_app",
         factory=True,
         workers=workers,
         **_uvicorn_options(settings),
     )
+    # A fresh directory: files left by an earlier run would be counted again.
+    metrics = tempfile.mkdtemp(prefix="powercontext-metrics-")
+    os.environ[MULTIPROCESS_DIRECTORY] = metrics
+    try:
+        supervisor = Multiprocess(config, sockets=[sock])
+        supervisor.run()
+    finally:
+        shutil.rmtree(metrics, ignore_errors=True)
+    if any(process.exitcode == STARTUP_FAILURE for process in supervisor.processes):
+        # The cause, as one line, when the database still cannot be opened.
+        asyncio.run(_check_opens(settings))
+        raise PowerContextError("a server process failed to start (its log above says why)")
+
+
+def _check_address(host: str, port: int) -> None:
+    """Bind and release every address `host` names, as asyncio's server will."""
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            _bind(probe, address, host, port)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The socket every worker accepts on, bound as uvicorn's supervisor binds it."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        _bind(sock, (host, port), host, port)
+    except BaseException:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    logging.getLogger("uvicorn.error").info(
+        "Uvicorn running on http://%s:%d (Press CTRL+C to quit)", shown, sock.getsockname()[1]
+    )
+    return sock
+
+
+def _bind(sock: socket.socket, address: Any, host: str, port: int) -> None:
+    # As uvicorn and asyncio bind: a port in TIME_WAIT is free, one with a listener is not.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if sock.family == socket.AF_INET6:
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        hint = (
+            "another process holds it: stop it, or choose another --port "
+            "(POWERCONTEXT_SERVER_HTTP_PORT)"
+            if exc.errno == errno.EADDRINUSE
+            else "check --host and --port"
+        )
+        reason = (exc.strerror or str(exc)).lower()
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        raise ConfigurationError(f"cannot listen on {where}: {reason}; {hint}") from exc
 
 
 def _uvicorn_options(settings: ServerSettings) -> dict[str, Any]:
