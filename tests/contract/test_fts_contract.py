@@ -167,6 +167,26 @@ async def test_cjk_and_accented_tokens_match(store: MemoryStore, text: str, quer
     assert set(query_terms(query)) <= found[0].tokens
 
 
+@pytest.mark.parametrize(
+    ("text", "other", "query"),
+    [
+        ("मैं दिल्ली में रहता हूँ", "दो लोग आए", "दिल्ली"),  # Devanagari vowel signs, virama
+        ("வணக்கம் நண்பரே", "வந்தேன் நான்", "வணக்கம்"),  # Tamil
+        ("สวัสดีครับ", "สวนสาธารณะ", "สวัสดีครับ"),  # Thai vowel and tone marks
+        ("שָׁלוֹם לְכֻלָּם", "שמש בים", "שָׁלוֹם"),  # pointed Hebrew
+    ],
+)
+async def test_words_with_combining_marks_are_whole_terms(
+    store: MemoryStore, text: str, other: str, query: str
+) -> None:
+    """A word keeps its marks: cut at each one (as `\\w` cuts), its letters matched every
+    entry sharing a consonant, and the entry holding the word did not rank first."""
+    result = await store.commit(CommitRequest("s", None, [add(other), add(text)]))
+    found = await store.fts_candidates(FtsQuery("s", 1, list(query_terms(query)), limit=10))
+    assert _keys(found) == [result.keys[1]]
+    assert query_terms(query) == (query,)
+
+
 async def test_revisions_outside_the_scope_history_have_no_candidates(store: MemoryStore) -> None:
     await store.commit(CommitRequest("s", None, [add("word")]))
     assert await store.fts_candidates(FtsQuery("s", 0, ["word"], limit=10)) == []

@@ -53,3 +53,27 @@ def test_stopwords_dropped_only_when_configured_and_something_remains() -> None:
 def test_long_tokens_are_capped() -> None:
     (token,) = analyze("x" * 500, AnalyzerConfig(language=None))
     assert len(token) == 64
+
+
+def test_the_combining_marks_table_is_unicodes() -> None:
+    """search/marks.py is a printed table: it must hold exactly the marks (Mn, Mc, Me) of the
+    unicodedata it was printed from, and only marks under a newer one."""
+    import re
+    import unicodedata
+
+    from powercontext.memory.search.marks import COMBINING_MARKS, UNICODE_VERSION
+
+    in_table = re.compile(f"[{COMBINING_MARKS}]")
+    marks = {c for c in range(0x110000) if unicodedata.category(chr(c)).startswith("M")}
+    table = {c for c in range(0x110000) if in_table.fullmatch(chr(c))}
+    if unicodedata.unidata_version == UNICODE_VERSION:
+        assert table == marks
+    else:
+        assert table <= marks
+
+
+def test_a_mark_stays_in_the_word_it_follows() -> None:
+    from powercontext.memory.search.analyze import analyze
+
+    assert analyze("नमस्ते दुनिया") == ["नमस्ते", "दुनिया"]
+    assert analyze("\u0301x a\u0301b") == ["x", "a\u0301b"]  # a leading mark is no word

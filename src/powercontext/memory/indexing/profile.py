@@ -30,7 +30,9 @@ revision did not record one (code from before profiles, or a failed bookkeeping 
 def index_profile(index: IndexTextConfig, analyzer: AnalyzerConfig) -> str:
     """The profile as canonical JSON (recorded verbatim, compared as text)."""
     settings: dict[str, Any] = {
-        "tokens": 2,  # 2: field prefixes (search.fields); 1: one flat field
+        # 3: combining marks stay inside words (search.marks); 2: field prefixes
+        # (search.fields); 1: one flat field
+        "tokens": 3,
         "speaker_key": index.speaker_key,
         "analyzer_language": analyzer.language,
         "analyzer_strip_clitics": analyzer.strip_clitics,

@@ -13,11 +13,17 @@ from functools import lru_cache
 
 import Stemmer
 
+from powercontext.memory.search.marks import COMBINING_MARKS
+
 _CJK = (
     "\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3190-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
     "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f"
 )
-_TOKEN = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
+# A word: letters and digits, with the combining marks that follow them inside it (vowel signs,
+# viramas, points: `\w` alone cut "नमस्ते" into "नमस" and "त"). A mark that follows no letter
+# is not a word.
+_WORD = rf"[^\W_{_CJK}]+(?:[{COMBINING_MARKS}]+[^\W_{_CJK}]*)*"
+_TOKEN = re.compile(rf"([{_CJK}]+)|({_WORD})")
 MAX_TOKEN_CHARS = 64
 # English clitics after an apostrophe ("Caroline's", "don't", "we're"): without this they
 # become the one- or two-letter tokens s, t, re... that match nearly every entry and count
