@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter, ValidationError
 
-from powercontext.memory.arguments import entry_id_argument, limit_argument, revision_argument
+from powercontext.memory.arguments import (
+    entry_id_argument,
+    limit_argument,
+    request_argument,
+    requests_argument,
+    revision_argument,
+)
 from powercontext.memory.erasure import (
     ForgetMemoryRequest,
     ForgetScopeRequest,
@@ -67,23 +73,33 @@ class ScopedMemory:
 
     async def remember(self, request: RememberMemoryRequest) -> MemoryWriteResult:
         """Write one entry as a new revision."""
-        return await self._service.remember_many(self.scope_id, [request])
+        return await self._service.remember_many(
+            self.scope_id, [request_argument("remember", request, RememberMemoryRequest)]
+        )
 
     async def remember_many(self, requests: Sequence[RememberMemoryRequest]) -> MemoryWriteResult:
         """Every entry in one revision."""
-        return await self._service.remember_many(self.scope_id, requests)
+        return await self._service.remember_many(
+            self.scope_id, requests_argument("remember_many", requests, RememberMemoryRequest)
+        )
 
     async def revise(self, request: ReviseMemoryRequest) -> MemoryWriteResult:
         """Write a new version of the cited entry (RevisionConflictError if it moved on)."""
-        return await self._service.revise(self.scope_id, request)
+        return await self._service.revise(
+            self.scope_id, request_argument("revise", request, ReviseMemoryRequest)
+        )
 
     async def retire(self, request: RetireMemoryRequest) -> MemoryWriteResult:
         """Make the cited entry inactive; its versions stay citable."""
-        return await self._service.retire(self.scope_id, request)
+        return await self._service.retire(
+            self.scope_id, request_argument("retire", request, RetireMemoryRequest)
+        )
 
     async def reactivate(self, request: ReactivateMemoryRequest) -> MemoryWriteResult:
         """Make a retired entry active again."""
-        return await self._service.reactivate(self.scope_id, request)
+        return await self._service.reactivate(
+            self.scope_id, request_argument("reactivate", request, ReactivateMemoryRequest)
+        )
 
     async def forget(
         self, request: ForgetMemoryRequest | str, *, actor: str | None = None
@@ -135,18 +151,24 @@ class ScopedMemory:
 
     async def search(self, request: SearchMemoryRequest) -> MemorySearchPage:
         """Hits at one exact revision (default the head), reranked when a reranker is set."""
-        return await self._service.search(self.scope_id, request)
+        return await self._service.search(
+            self.scope_id, request_argument("search", request, SearchMemoryRequest)
+        )
 
     async def search_batch(
         self, requests: Sequence[SearchMemoryRequest]
     ) -> tuple[MemorySearchPage, ...]:
         """One page per request, in order, all at one exact revision (see MemoryService)."""
-        return await self._service.search_batch(self.scope_id, requests)
+        return await self._service.search_batch(
+            self.scope_id, requests_argument("search_batch", requests, SearchMemoryRequest)
+        )
 
     async def get(self, citation: MemoryCitation) -> MemoryEntry | None:
         """The exact entry version a citation names, forever; None when it names none here,
         ErasedError when it was erased."""
-        return await self._service.get(self.scope_id, citation)
+        return await self._service.get(
+            self.scope_id, request_argument("get", citation, MemoryCitation)
+        )
 
     async def get_entry(self, entry_id: str, *, revision: int | None = None) -> MemoryEntry:
         """The version of `entry_id` active at `revision` (default the head); NotFoundError
