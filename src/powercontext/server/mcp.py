@@ -29,6 +29,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import (
     INVALID_PARAMS,
     INVALID_REQUEST,
+    PARSE_ERROR,
     CallToolRequestParams,
     CallToolResult,
     ErrorData,
@@ -47,9 +48,10 @@ from powercontext import __version__
 from powercontext.config import ServerSettings
 from powercontext.memory.error_codes import BY_CODE
 from powercontext.memory.errors import PowerContextError
-from powercontext.server.auth import ApiKeyAuthority, KeyGrant, is_loopback
+from powercontext.server.auth import ApiKeyAuthority, KeyGrant
 from powercontext.server.calls import Call
 from powercontext.server.errors import UnauthorizedError, describe, error_response
+from powercontext.server.gate import RequestGate
 from powercontext.server.mcp_tools import INSTRUCTIONS, MEMORY_TOOLS
 from powercontext.server.state import ServerState
 
@@ -90,7 +92,37 @@ def bearer_token(headers: Mapping[str, str] | None) -> str | None:
 def _message_id(decoded: object) -> str | int | None:
     """The id to answer an invalid message with: its own when usable, else null (JSON-RPC 5)."""
     value = decoded.get("id") if isinstance(decoded, dict) else None
+    if isinstance(value, str) and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: no answer could carry it
+            return None
     return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+
+
+_SURROGATE = (
+    "Parse error: a string holds a lone UTF-16 surrogate escape (\\ud800-\\udfff without "
+    "its pair), which is not Unicode text; send each character whole"
+)
+
+
+def surrogate_error(raw: str | bytes) -> JSONRPCError | None:
+    """The answer to a message the SDK's parser refused that Python's json reads: one whose
+    strings hold a lone surrogate escape (JavaScript's JSON.stringify writes those for a
+    string cut inside an emoji). It carries the message's id, where the SDK's -32700 has
+    null: a stdio client would otherwise wait for that answer forever. None: any other
+    refusal (not UTF-8, a BOM, too deep...), which the SDK's -32700 describes."""
+    try:
+        decoded = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
+    except (ValueError, RecursionError):
+        return None
+    try:
+        json.dumps(decoded, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return jsonrpc_error(PARSE_ERROR, _SURROGATE, decoded)
+    except (ValueError, RecursionError):
+        pass
+    return None
 
 
 def envelope_problem(decoded: object) -> str | None:
@@ -208,6 +240,7 @@ class McpTools:
         )
         self.server.middleware.append(ClearProtocolErrors())
         self._manager: StreamableHTTPSessionManager | None = None
+        self._gate = RequestGate(state.authority, bind_host=settings.http.host)
 
     @property
     def authority(self) -> ApiKeyAuthority:
@@ -263,14 +296,9 @@ class McpTools:
         )
 
     def _security(self) -> TransportSecuritySettings:
-        if is_loopback(self._settings.http.host):
-            # Loopback servers are reachable by any web page the user opens: refuse other
-            # Host/Origin values so a DNS-rebinding page cannot drive the tools.
-            return TransportSecuritySettings(
-                enable_dns_rebinding_protection=True,
-                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-                allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-            )
+        # The endpoint applies the gate's Host/Origin rule itself (`__call__`), the rule and
+        # envelope of every other route. The SDK's own check differs (exact `host:port`
+        # patterns), and answered plain-text 421/403 to requests the gate lets through.
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
     @asynccontextmanager
@@ -294,6 +322,11 @@ class McpTools:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The `/mcp` ASGI endpoint: HTTP-level auth, then the SDK's streamable HTTP transport."""
+        refusal = self._gate.refuse(scope)  # DNS rebinding (loopback binds), then the key
+        if refusal is not None:
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in refusal.headers}
+            await JSONResponse(refusal.payload, refusal.status, headers)(scope, receive, send)
+            return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         try:
             self.authority.authenticate(bearer_token(headers))
@@ -338,7 +371,11 @@ class McpTools:
             try:  # the SDK's parser: bounded nesting, where json.loads raises RecursionError
                 decoded = pydantic_core.from_json(b"".join(chunks))
             except ValueError:
-                pass  # the SDK answers -32700 with the parser's position
+                error = surrogate_error(b"".join(chunks))
+                if error is not None:
+                    await _reply(400, error, scope, receive, send)
+                    return None
+                # else not JSON: the SDK answers -32700 with the parser's position
             else:
                 problem = envelope_problem(decoded)
                 if problem is not None:

@@ -20,7 +20,7 @@ from powercontext.runtime import open_runtime
 from powercontext.server.auth import ApiKeyAuthority
 from powercontext.server.capability import log_search_capability
 from powercontext.server.logs import configure_logging
-from powercontext.server.mcp import McpTools, envelope_problem, jsonrpc_error
+from powercontext.server.mcp import McpTools, envelope_problem, jsonrpc_error, surrogate_error
 from powercontext.server.metrics import ServerMetrics
 from powercontext.server.state import ServerState
 
@@ -122,7 +122,10 @@ def _error_for(exc: Exception) -> Any:
         raw = errors[0].get("input")
         if isinstance(raw, str) and not raw.strip():
             return None  # a blank line is not a message
-        return jsonrpc_error(PARSE_ERROR, "Parse error: a line must be one JSON-RPC message")
+        readable = surrogate_error(raw) if isinstance(raw, str) else None
+        return readable or jsonrpc_error(
+            PARSE_ERROR, "Parse error: a line must be one JSON-RPC message"
+        )
     decoded = _whole_message(errors)
     problem = envelope_problem(decoded) or "not a valid JSON-RPC 2.0 message"
     return jsonrpc_error(INVALID_REQUEST, f"Invalid Request: {problem}", decoded)
