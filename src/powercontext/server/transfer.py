@@ -25,13 +25,14 @@ from powercontext.memory.transfer import (
     OnExisting,
     split_lines,
 )
-from powercontext.memory.values import MAX_REVISION, ScopeId
+from powercontext.memory.values import MAX_REVISION
 from powercontext.server.calls import Call
 from powercontext.server.gate import arriving
 from powercontext.server.schemas import (
     AsOfRevision,
     JsonInt,
     MemoryRefModel,
+    WireScopeId,
     _int_field,
     _Wire,
 )
@@ -45,7 +46,7 @@ requests: the export query carries it as text."""
 class ExportQuery(_Wire):
     """The query of GET /v1/memory/export."""
 
-    scope_id: ScopeId = Field(description="The scope to export.")
+    scope_id: WireScopeId = Field(description="The scope to export.")
     revision: ExportRevision = Field(
         default=None, description="The revision to export (default the head)."
     )
@@ -54,7 +55,7 @@ class ExportQuery(_Wire):
 class ImportQuery(_Wire):
     """The query of POST /v1/memory/import."""
 
-    scope_id: ScopeId = Field(description="The scope to import into.")
+    scope_id: WireScopeId = Field(description="The scope to import into.")
     on_existing: OnExisting = Field(
         default="fail",
         description="An entry id the scope holds already: `fail` (409, the default; batches "
@@ -121,7 +122,7 @@ class ExportPageRequest(_Wire):
     """An export read a page at a time: what MCP offers, since a tool's answer is one bounded
     JSON message and cannot stream."""
 
-    scope_id: ScopeId = Field(description="The scope to export.")
+    scope_id: WireScopeId = Field(description="The scope to export.")
     revision: AsOfRevision = Field(
         default=None,
         description="The revision to export (default the head). Pass the first page's "
@@ -145,7 +146,7 @@ class ImportEntriesRequest(_Wire):
     """An export's header and up to 1000 of its entries, imported as POST /v1/memory/import
     would (call it once per page of an export)."""
 
-    scope_id: ScopeId = Field(description="The scope to import into.")
+    scope_id: WireScopeId = Field(description="The scope to import into.")
     header: ExportHeaderModel = Field(description="The export's header.")
     entries: list[ExportedEntryModel] = Field(max_length=1000, description="Entries to write.")
     on_existing: OnExisting = Field(
