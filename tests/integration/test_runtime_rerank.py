@@ -174,7 +174,7 @@ def test_a_json_setting_in_dotenv_that_is_not_json_is_named_too(
     (tmp_path / ".env").write_text(f"{name}=notjson\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(name, raising=False)
-    with pytest.raises(ConfigurationError, match=f"settings are {name}: check"):
+    with pytest.raises(ConfigurationError, match=rf"{name} \(in \.env\): not valid JSON"):
         ServerSettings()
 
 

@@ -44,7 +44,14 @@ class HttpConfig(SettingsGroup):
     @classmethod
     def _keys_are_json(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None:
-            parsed = json.loads(value.get_secret_value())
+            try:
+                parsed = json.loads(value.get_secret_value())
+            except json.JSONDecodeError as exc:
+                # Where it broke, never the text around it: the value is the keys.
+                raise ValueError(
+                    f"not valid JSON ({exc.msg} at character {exc.pos}); "
+                    'write a JSON object like {"key": ["scope"]}'
+                ) from None
             if not isinstance(parsed, dict):
                 raise ValueError('must be a JSON object like {"key": ["scope"]}')
         return value

@@ -78,6 +78,7 @@ class RuntimeConfig(SettingsGroup):
     search_field_weight_context: float = Field(default=0.5, ge=0.0, le=10.0)
     """Full-text channel (BM25F): a neighbour's word against the entry's own word (1.0)."""
     search_field_weight_speaker: float = Field(default=0.5, ge=0.0, le=10.0)
+    """Full-text channel: a query term naming the entry's speaker (`index_speaker_key`)."""
     search_feedback_docs: int = Field(default=3, ge=0, le=50)
     """Pseudo-relevance feedback in the full-text channel: the first N admitted entries are
     read as relevant, and their shared specific words run the channel again (0: off). 3,
@@ -110,7 +111,6 @@ class RuntimeConfig(SettingsGroup):
     search_participant_boost: float = Field(default=0.5, ge=0.0, le=10.0)
     """A query naming an entry's speaker multiplies the entry's fused score by 1 + this, in
     both channels' candidates (0: off)."""
-    """Full-text channel: a query term naming the entry's speaker (`index_speaker_key`)."""
     analyzer_language: str | None = "english"
     """Snowball stemmer language (`none` disables stemming)."""
     analyzer_drop_query_stopwords: bool = True
