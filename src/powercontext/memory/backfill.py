@@ -10,7 +10,8 @@ then every `interval_seconds`:
   same work `reindex` does; a provider failure ends the pass and backs off exponentially;
 - lock-free: it takes no scope write lock (vectors are upserts keyed by entry version), so
   writers never wait for it; a version embedded by its own write meanwhile is at worst
-  embedded twice, to the same vector;
+  embedded twice. A turn written meanwhile changes its neighbours' inputs: `reindex` reads
+  the scope again when the head moved and re-embeds those (indexing.vectors);
 - observable: `pending_total` (the last count) feeds /v1/ready and the
   `powercontext_memory_vectors_pending` gauge.
 """

@@ -3,17 +3,32 @@ under the current index profile. Derived data only: no revision is made, no text
 
 Each version is indexed within the sequence its writes used (its thread in write order, or
 its batch), so the result is what writing the scope afresh with today's settings would give.
+
+Writes from other processes go on meanwhile (the scope lock is per process). A turn written
+after the listing widens the neighbourhood of the turns before it; its writer rewrites them,
+and the rebuild, working from the older listing, may then write over that. So after its pass
+the rebuild lists the scope again while the head moves and re-derives the sequences whose
+members changed; a write committed after the last look rewrites its neighbours after this.
+Entries that a process still running the old settings writes are indexed under those.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from powercontext.memory.indexing.context import IndexTextConfig, embedding_inputs, fts_tokens
-from powercontext.memory.indexing.threads import EmbeddingItem, index_sequences, source_of
-from powercontext.memory.indexing.vectors import VectorIndexer
+from powercontext.memory.indexing.threads import (
+    EmbeddingItem,
+    index_sequences,
+    sequence_key,
+    source_of,
+)
+from powercontext.memory.indexing.vectors import CATCH_UP_ROUNDS, VectorIndexer
 from powercontext.memory.ports import StoredVersion
 from powercontext.memory.search.analyze import AnalyzerConfig
+
+log = logging.getLogger("powercontext.memory")
 
 _TOKEN_CHUNK = 2_000
 """Versions whose tokens are rewritten per write transaction."""
@@ -30,8 +45,33 @@ async def rebuild_scope(
 
     Progress counts both passes: tokens for every version, then vectors for every version.
     """
-    versions = [version async for version in indexer.active_versions(scope_id)]
-    return await rederive(indexer, index, analyzer, scope_id, index_sequences(versions), progress)
+    head = await indexer.store.head(scope_id)
+    sequences = index_sequences([v async for v in indexer.active_versions(scope_id, head)])
+    count = await rederive(indexer, index, analyzer, scope_id, sequences, progress)
+    for _ in range(CATCH_UP_ROUNDS):
+        now = await indexer.store.head(scope_id)
+        if now == head:
+            return count
+        head = now
+        later = index_sequences([v async for v in indexer.active_versions(scope_id, head)])
+        done = _members(sequences)
+        changed = [peers for peers in later if done.get(sequence_key(peers[0])) != _keys(peers)]
+        await rederive(indexer, index, analyzer, scope_id, changed, lambda _done, _total: None)
+        sequences = later
+    log.warning(
+        "scope %r kept changing during its rebuild; some neighbourhoods may lack the newest "
+        "turns until `powercontext reindex --rebuild` runs again",
+        scope_id,
+    )
+    return count
+
+
+def _keys(sequence: list[StoredVersion]) -> list[int]:
+    return [version.key for version in sequence]
+
+
+def _members(sequences: list[list[StoredVersion]]) -> dict[object, list[int]]:
+    return {sequence_key(peers[0]): _keys(peers) for peers in sequences}
 
 
 async def rederive(

@@ -41,6 +41,10 @@ _RECENT_VECTORS = 1_024
 """Document vectors kept by text (a few per thread being written), about 1.5 MB at 384-d."""
 _REINDEX_ROUND = 50_000
 """Missing vectors handled per pass over the scope when context must be rebuilt."""
+CATCH_UP_ROUNDS = 16
+"""Times a reindex or rebuild reads a scope again because writes moved its head meanwhile;
+each round only redoes the neighbourhoods that changed, so a few suffice unless a thread is
+written to without pause."""
 
 
 def _unit_mean(parts: Sequence[Vector]) -> Vector:
@@ -172,29 +176,63 @@ class VectorIndexer:
         contextual = self.index.contextual and self.index.context_vector
         while True:
             page = _REINDEX_ROUND if contextual else _REINDEX_PAGE
+            head = await self.store.head(scope_id)
             missing = await self.store.versions_missing_vectors(
                 scope_id, self.embedder.profile.profile_id, limit=page
             )
             if not missing:
                 return done
-            work = await self._contextual_items(scope_id, missing) if contextual else []
+            work = await self._contextual_items(scope_id, missing, head) if contextual else []
             if not work:  # no context to rebuild, or the batch moved on under us
                 work = self._items([(v.key, v) for v in missing])
             done += await self.embed_and_store(
                 scope_id, work, report, start=done, total=max(total, done + len(work))
             )
+            if contextual:
+                await self._catch_up(scope_id, head, missing, dict(work))
+
+    async def _catch_up(
+        self,
+        scope_id: str,
+        head: int | None,
+        versions: Sequence[StoredVersion],
+        stored: dict[int, tuple[str, ...]],
+    ) -> None:
+        """Re-embed those of `versions` whose neighbourhood changed after `head`.
+
+        This takes no scope lock, and a server's writes (or another process's) go on: a turn
+        written after `head` widens the neighbourhood of the turns before it, and its writer
+        re-embeds them, possibly before the older inputs read at `head` were stored over its
+        vectors. So the inputs are read again at the new head until it stands still while
+        they are: a write committed after that re-embeds its neighbours after these vectors.
+        """
+        for _ in range(CATCH_UP_ROUNDS):
+            now = await self.store.head(scope_id)
+            if now == head:
+                return
+            head = now
+            current = await self._contextual_items(scope_id, versions, head)
+            redo = [(key, inputs) for key, inputs in current if stored.get(key) != inputs]
+            if redo:
+                await self.embed_and_store(scope_id, redo, lambda _done, _total: None)
+                stored.update(redo)
+        log.warning(
+            "scope %r kept changing while its vectors were embedded; some neighbourhoods may "
+            "lack the newest turns until `powercontext reindex --rebuild`",
+            scope_id,
+        )
 
     async def _contextual_items(
-        self, scope_id: str, missing: Sequence[StoredVersion]
+        self, scope_id: str, missing: Sequence[StoredVersion], head: int | None
     ) -> list[EmbeddingItem]:
-        """Embedding inputs of `missing`, each built within its whole sequence (its thread, or
-        its batch), from one pass over the scope's active versions."""
+        """Embedding inputs of those of `missing` active at `head`, each built within its whole
+        sequence (its thread, or its batch), from one pass over the versions active there."""
         wanted = {v.key for v in missing}
         threads = {v.thread for v in missing if v.thread is not None}
         revisions = {v.added_revision for v in missing}
         relevant = [
             row
-            async for row in self.active_versions(scope_id)
+            async for row in self.active_versions(scope_id, head)
             if row.key in wanted or row.thread in threads or row.added_revision in revisions
         ]
         work: list[EmbeddingItem] = []
@@ -205,9 +243,13 @@ class VectorIndexer:
                 )
         return work
 
-    async def active_versions(self, scope_id: str) -> AsyncIterator[StoredVersion]:
-        """Every version active at the head, ascending by key."""
-        head = await self.store.head(scope_id)
+    async def active_versions(
+        self, scope_id: str, head: int | None = None
+    ) -> AsyncIterator[StoredVersion]:
+        """Every version active at `head` (by default the scope's head now), ascending by key.
+        One revision throughout: a write committed meanwhile is not half seen."""
+        if head is None:
+            head = await self.store.head(scope_id)
         after: int | None = None
         while head is not None:
             rows = await self.store.list_versions(
