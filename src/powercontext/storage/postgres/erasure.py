@@ -126,6 +126,13 @@ async def erase(conn: AsyncConnection[TupleRow], request: ErasureRequest) -> Era
     return ErasureResult(revision=revision, erased=tuple(erased_version(r) for r in doomed))
 
 
+async def scrub(conn: AsyncConnection[TupleRow], scope_id: str) -> None:
+    """After the neighbours of erased versions are re-derived (memory.erasure): their context
+    terms (`_` + a word of the erased text) were still counted when `erase` dropped the terms
+    at zero, and re-deriving only lowers the counts, so the words would stay as term rows."""
+    await conn.execute("DELETE FROM term_stats WHERE scope_id = %s AND df <= 0", (scope_id,))
+
+
 async def tombstones(conn: AsyncConnection[TupleRow], query: TombstoneQuery) -> list[Tombstone]:
     if query.entry_ids is not None:  # an id no row can hold finds nothing, the others still do
         kept = tuple(i for i in query.entry_ids if reads.findable((i,)))

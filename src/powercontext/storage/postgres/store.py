@@ -347,7 +347,11 @@ class PostgresMemoryStore:
         return result
 
     async def scrub(self, scope_id: str) -> None:
-        """Nothing the store can do online: VACUUM is the operator's (storage.postgres.erasure)."""
+        """Drop the term rows the erased words left at zero once their neighbours were
+        re-derived; the dead row versions are VACUUM's, the operator's
+        (storage.postgres.erasure)."""
+        async with self._connection("scrubbing an erasure") as conn:
+            await erasure.scrub(conn, scope_id)
 
     async def tombstones(self, query: TombstoneQuery) -> list[Tombstone]:
         async with self._connection("reading tombstones") as conn:
