@@ -42,13 +42,19 @@ WriteMode = Literal["turns", "batch"]
 """`turns`: one `remember` per entry, as an agent writes; `batch`: one `remember_many`."""
 
 
+class ScopeContentError(RuntimeError):
+    """The scope named for a conversation holds other writes than that conversation's turns."""
+
+
 async def write_entries(
     memory: Any, requests: Sequence[RememberMemoryRequest], write: WriteMode
 ) -> bool:
     """Write the entries; False when the scope already held them (its id is a content hash).
 
     The first write is a compare-and-swap on "the scope is empty", so a resumed run or a
-    shared server reuses a complete scope instead of appending to it.
+    shared server reuses a complete scope instead of appending to it. A scope left partial by
+    an interrupted `turns` ingest holds a prefix of the entries, written in order: the rest
+    is written now, or the run would be scored against part of the conversation.
     """
     first = _first_entry_of_empty_scope(requests)
     try:
@@ -56,11 +62,35 @@ async def write_entries(
             await _maybe_await(memory.remember_many(first))
             return True
         await _maybe_await(memory.remember(first[0]))
+        written = 1
     except RevisionConflictError:
-        return False
-    for request in requests[1:]:
+        added = await _entries_added(memory)
+        if added is None or added > len(requests):
+            raise ScopeContentError(
+                "the benchmark scope already holds writes other than this conversation's "
+                "entries; delete it (or use another --out / server) and run again"
+            ) from None
+        if added == len(requests):
+            return False
+        written = added
+    for request in requests[written:]:
         await _maybe_await(memory.remember(request))
     return True
+
+
+async def _entries_added(memory: Any) -> int | None:
+    """How many entries the scope's change log adds; None when it holds any other change."""
+    added, since = 0, 0
+    while True:
+        page = await _maybe_await(memory.changes(since, limit=1000))
+        if not page.changes:
+            return added
+        if any(change.op != "add" for change in page.changes):
+            return None
+        added += len(page.changes)
+        if page.next_since_revision <= since:
+            return added
+        since = page.next_since_revision
 
 
 class MemoryBackend(Protocol):

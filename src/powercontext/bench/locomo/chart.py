@@ -58,7 +58,8 @@ def write_recall_chart(results: dict[str, Any], path: Path) -> None:
         axis.set_ylim(0, 1.05)
         axis.grid(alpha=0.3)
     axes[0][0].set_ylabel("evidence recall")
-    axes[0][0].legend(fontsize=8, loc="lower right")
+    if axes[0][0].get_legend_handles_labels()[0]:  # no line to name when nothing was scored
+        axes[0][0].legend(fontsize=8, loc="lower right")
     config = results["config"]
     note = "" if coarse else " (coarse pool not observable)"
     figure.suptitle(

@@ -8,18 +8,40 @@ from typing import Annotated
 
 import typer
 
-from powercontext.bench.locomo.backends import BackendUnavailableError, WriteMode
+from powercontext.bench.locomo.backends import (
+    BackendUnavailableError,
+    ScopeContentError,
+    WriteMode,
+)
 from powercontext.bench.locomo.chart import CHART_HINT
 from powercontext.bench.locomo.dataset import DatasetError
 from powercontext.bench.locomo.generation import GenerationUnavailableError
 from powercontext.bench.locomo.ingest import Granularity
 from powercontext.bench.locomo.judge import JudgePolicy
-from powercontext.bench.locomo.runner import RerankSetting, RunConfig, run_locomo
+from powercontext.bench.locomo.runner import DROPPED_QA, RerankSetting, RunConfig, run_locomo
 from powercontext.bench.locomo.state import RunStateError
-from powercontext.memory.errors import PowerContextError
+from powercontext.cli.errors import EXIT_CONFIGURATION, EXIT_FAILURE
+from powercontext.cli.output import print_error
+from powercontext.memory.errors import ConfigurationError, PowerContextError
 from powercontext.memory.values import SearchMode
 
 app = typer.Typer(help="Benchmarks driven through PowerContext's public interfaces.")
+
+
+def _error_code(exc: Exception) -> tuple[str, int]:
+    """The code and exit status of the rest of the CLI (cli/errors.py): 2 for what the
+    options or the configuration get wrong, 1 for a bad input file or a failed run."""
+    if isinstance(exc, DatasetError):
+        unreadable = isinstance(exc.__cause__, OSError)
+        return ("file_error" if unreadable else "dataset_error"), EXIT_FAILURE
+    if isinstance(exc, PowerContextError):
+        status = EXIT_CONFIGURATION if isinstance(exc, ConfigurationError) else EXIT_FAILURE
+        return exc.code, status
+    if isinstance(exc, BackendUnavailableError | GenerationUnavailableError):
+        return "configuration_error", EXIT_CONFIGURATION
+    if isinstance(exc, RunStateError | ScopeContentError):
+        return "run_state_conflict", EXIT_FAILURE
+    return "usage_error", EXIT_CONFIGURATION  # RunConfig.validate, an unknown --conversation
 
 
 def _fmt(value: float | None) -> str:
@@ -89,13 +111,14 @@ def locomo_command(
     except (
         ValueError,
         BackendUnavailableError,
-        DatasetError,
         RunStateError,
+        ScopeContentError,
         GenerationUnavailableError,
         PowerContextError,
     ) as exc:
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(code=2) from exc
+        code, status = _error_code(exc)
+        print_error(code, str(exc))
+        raise typer.Exit(code=status) from exc
     retrieval = outputs.results["retrieval"]
     pool, final_k = top_k, answer_k
     final = retrieval["final"]["by_category"].get("overall", {})
@@ -106,6 +129,11 @@ def locomo_command(
         f"final R@{final_k} {_fmt(final.get(f'recall@{final_k}'))}, "
         f"final MRR {_fmt(final.get(f'mrr@{final_k}'))}"
     )
+    counts = outputs.results["dataset"]["issues"]["counts"]
+    dropped = [f"{kind} {counts[kind]}" for kind in DROPPED_QA if counts.get(kind)]
+    if dropped:
+        # Counted in the report too; said here so a summary line is never read as all of it.
+        typer.echo(f"warning: qa items of the file left out: {', '.join(dropped)}", err=True)
     if outputs.resumed:
         typer.echo(f"resumed: {', '.join(outputs.resumed)}")
     paths = outputs.paths

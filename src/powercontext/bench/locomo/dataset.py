@@ -163,7 +163,10 @@ def load_dataset(path: Path | str) -> Dataset:
         raw = json.loads(payload)
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path} is not JSON: {exc}") from exc
-    return parse_dataset(raw, source=str(path), sha256=hashlib.sha256(payload).hexdigest())
+    try:
+        return parse_dataset(raw, source=str(path), sha256=hashlib.sha256(payload).hexdigest())
+    except DatasetError as exc:
+        raise DatasetError(f"{path}: {exc}") from exc  # the error names the file it is about
 
 
 def parse_dataset(raw: Any, *, source: str = "<memory>", sha256: str = "") -> Dataset:
@@ -198,6 +201,8 @@ def _parse_sample(sample: Any, number: int, issues: DatasetIssues) -> Conversati
     raw_qa = sample.get("qa", [])
     if not isinstance(raw_qa, list):
         raise DatasetError(f"{sample_id}: `qa` must be a list")
+    if not raw_qa:
+        issues.note("conversation_without_qa", sample_id)
     qa = tuple(
         item
         for index, entry in enumerate(raw_qa)

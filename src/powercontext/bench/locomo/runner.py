@@ -24,7 +24,13 @@ from powercontext.bench.locomo.backends import (
     open_in_process,
     open_sdk,
 )
-from powercontext.bench.locomo.dataset import Conversation, Dataset, QAItem, load_dataset
+from powercontext.bench.locomo.dataset import (
+    Conversation,
+    Dataset,
+    DatasetError,
+    QAItem,
+    load_dataset,
+)
 from powercontext.bench.locomo.generation import TextGenerator, default_generator
 from powercontext.bench.locomo.ingest import Granularity, covered_dia_ids, plan_ingest
 from powercontext.bench.locomo.judge import JudgePolicy, judge_answer
@@ -193,6 +199,16 @@ def _select(dataset: Dataset, wanted: Sequence[str]) -> list[Conversation]:
     return [known[sample_id] for sample_id in wanted]
 
 
+DROPPED_QA = ("qa_without_question", "qa_unknown_category")
+"""Issues whose qa items are not in the run at all (every other quirk is scored or counted)."""
+
+
+def _dropped(dataset: Dataset) -> str:
+    counts = dataset.issues.counts
+    dropped = [f"{kind} {counts[kind]}" for kind in DROPPED_QA if counts[kind]]
+    return f" (qa items left out: {', '.join(dropped)})" if dropped else ""
+
+
 def _progress(enabled: bool) -> Any:
     from rich.progress import (
         BarColumn,
@@ -231,6 +247,12 @@ async def run_locomo(
     config.validate()
     dataset = load_dataset(config.data)
     conversations = _select(dataset, config.conversations)
+    if not any(conversation.qa for conversation in conversations):
+        # A run over nothing would write n/a everywhere and exit 0, as if it had measured.
+        raise DatasetError(
+            f"{dataset.source}: the selected conversations hold no question to score"
+            f"{_dropped(dataset)}"
+        )
     base = base_settings if base_settings is not None else ServerSettings()
     answerer = judge = None
     if config.answer:
