@@ -6,6 +6,8 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -17,8 +19,11 @@ def free_port() -> int:
         return port
 
 
-def wait_until_healthy(process: subprocess.Popen[str], url: str, seconds: float = 30) -> None:
-    """Poll /v1/health; fail with the server's stderr if it exits first."""
+def wait_until_healthy(
+    process: subprocess.Popen[Any], url: str, seconds: float = 30, *, log: Path | None = None
+) -> None:
+    """Poll /v1/health; fail with the server's stderr (piped, or the `log` file it goes to)
+    if it exits first."""
     deadline = time.monotonic() + seconds
     while True:
         try:
@@ -26,6 +31,8 @@ def wait_until_healthy(process: subprocess.Popen[str], url: str, seconds: float 
                 return
         except httpx.TransportError:
             pass
+        if log is not None:
+            assert process.poll() is None, log.read_text()
         assert process.poll() is None, process.stderr.read() if process.stderr else ""
         assert time.monotonic() < deadline, "server did not start"
         time.sleep(0.1)

@@ -10,13 +10,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import httpx2
 from jsonschema import Draft202012Validator
 from mcp import Client
@@ -24,7 +22,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
-from tests.http.processes import free_port
+from tests.http.processes import free_port, wait_until_healthy
 
 UNICODE = "Le héron 🐦 niche près du 池 — ça marche? Ünïcødé ✓ \u200d"
 CODES = ("validation_error:", "not_found:", "invalid_cursor:", "forbidden:")
@@ -50,16 +48,7 @@ def server_process(env: dict[str, str], log: Path) -> Iterator[str]:
     with log.open("w") as stderr:
         process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert process.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, "server did not start"
-                time.sleep(0.1)
+            wait_until_healthy(process, url, log=log)
             yield url
         finally:
             process.terminate()

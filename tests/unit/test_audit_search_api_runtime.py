@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from powercontext import ServerSettings, open_runtime
-from powercontext.config import DatabaseConfig, InferenceConfig, RuntimeConfig
+from powercontext import open_runtime
 from powercontext.memory import (
     CapabilityNotSupportedError,
     NotFoundError,
@@ -21,19 +20,12 @@ from powercontext.memory import (
     SearchMemoryRequest,
 )
 from powercontext.runtime import Runtime
-
-
-def _settings(tmp_path: Path, embedding: str) -> ServerSettings:
-    return ServerSettings(
-        database=DatabaseConfig(url=f"sqlite:///{tmp_path / 'memory.db'}"),
-        inference=InferenceConfig(embedding_model=embedding),
-        runtime=RuntimeConfig(vector_backfill_interval_seconds=0),
-    )
+from tests.runtime_settings import sqlite_settings
 
 
 @pytest.fixture
 async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
-    async with open_runtime(_settings(tmp_path, "hash")) as opened:
+    async with open_runtime(sqlite_settings(tmp_path, "hash")) as opened:
         await opened.memory.for_scope("s").remember_many(
             [RememberMemoryRequest(text="alpha beta"), RememberMemoryRequest(text="gamma")]
         )
@@ -124,7 +116,7 @@ async def test_an_unknown_scope_is_an_empty_page_and_its_revisions_are_not_found
 
 
 async def test_vector_search_without_an_embedder_names_the_missing_model(tmp_path: Path) -> None:
-    async with open_runtime(_settings(tmp_path, "none")) as opened:
+    async with open_runtime(sqlite_settings(tmp_path, "none")) as opened:
         memory = opened.memory.for_scope("s")
         await memory.remember(RememberMemoryRequest(text="alpha beta"))
         page = await memory.search(SearchMemoryRequest(query="alpha"))

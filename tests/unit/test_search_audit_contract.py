@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from powercontext import ServerSettings, open_runtime
-from powercontext.config import DatabaseConfig, InferenceConfig, RuntimeConfig
+from powercontext import open_runtime
 from powercontext.memory import (
     CapabilityNotSupportedError,
     RememberMemoryRequest,
@@ -23,6 +22,7 @@ from powercontext.memory.search.admission import admit
 from powercontext.memory.search.analyze import AnalyzerConfig
 from powercontext.memory.search.feedback import FeedbackConfig, feed_back
 from powercontext.testing.embedders import FakeEmbedder
+from tests.runtime_settings import sqlite_settings
 
 ROASTED = "We roasted marshmallow in the tent"
 # Three short entries share "tent" and "marshmallow" with "camping": the question's first
@@ -37,17 +37,9 @@ CAMPING = [
 ]
 
 
-def _settings(tmp_path: Path, embedding: str) -> ServerSettings:
-    return ServerSettings(
-        database=DatabaseConfig(url=f"sqlite:///{tmp_path / 'memory.db'}"),
-        inference=InferenceConfig(embedding_model=embedding),
-        runtime=RuntimeConfig(vector_backfill_interval_seconds=0),
-    )
-
-
 @pytest.fixture
 async def fts_only(tmp_path: Path) -> AsyncIterator[ScopedMemory]:
-    async with open_runtime(_settings(tmp_path, "none")) as runtime:
+    async with open_runtime(sqlite_settings(tmp_path, "none")) as runtime:
         yield runtime.memory.for_scope("s")
 
 
@@ -111,7 +103,7 @@ async def test_a_failed_query_embedding_in_a_batch_of_one_names_its_search(
     tmp_path: Path,
 ) -> None:
     embedder = FakeEmbedder()
-    async with open_runtime(_settings(tmp_path, "hash"), embedding_model=embedder) as runtime:
+    async with open_runtime(sqlite_settings(tmp_path, "hash"), embedding_model=embedder) as runtime:
         memory = runtime.memory.for_scope("s")
         await memory.remember(RememberMemoryRequest(text="We deploy on Fridays."))
         embedder.fail_queries = True
