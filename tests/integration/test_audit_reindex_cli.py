@@ -74,6 +74,10 @@ async def _interrupt_midway(url: str, how: signal.Signals) -> None:
                 assert time.monotonic() < deadline, "the rebuild rewrote nothing in time"
             process.send_signal(how)
             _out, err = process.communicate(timeout=30)
+            if process.returncode == 0:
+                # The whole rebuild ran between the last check and the signal (a fast, idle
+                # machine: 16,000 steps in 2 s in one CI run): nothing was interrupted.
+                pytest.skip("the rebuild finished before the signal reached it")
             assert process.returncode == (130 if how == signal.SIGINT else -how), err
             assert "Traceback" not in err
             page = await memory.search(SearchMemoryRequest(query="lake canoe", mode="hybrid"))
