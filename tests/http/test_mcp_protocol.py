@@ -167,6 +167,8 @@ def test_stdio_answers_every_line_it_cannot_serve_and_finishes_at_eof(tmp_path: 
     # Requests still running when stdin closed are answered, not dropped.
     assert by_id[4]["result"]["structuredContent"]["memory_ref"]["revision"] == 1
     hits = by_id[7]["result"]["structuredContent"]["hits"]
-    assert [hit["text"] for hit in hits] == ["the heron"]
+    # The server runs requests concurrently, so the search may read the scope before or after
+    # the remember commits (one CI run saw it before); either way it is answered.
+    assert [hit["text"] for hit in hits] in ([], ["the heron"])
     assert set(by_id) == {"init", 1, 3, 4, 5, 6, 7} and len(answers) == 9
     assert "Traceback" not in stderr
