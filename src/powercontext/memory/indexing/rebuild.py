@@ -14,7 +14,6 @@ Entries that a process still running the old settings writes are indexed under t
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 from powercontext.memory.indexing.context import IndexTextConfig, embedding_inputs, fts_tokens
@@ -24,11 +23,9 @@ from powercontext.memory.indexing.threads import (
     sequence_key,
     source_of,
 )
-from powercontext.memory.indexing.vectors import CATCH_UP_ROUNDS, VectorIndexer
+from powercontext.memory.indexing.vectors import VectorIndexer, catch_up
 from powercontext.memory.ports import StoredVersion
 from powercontext.memory.search.analyze import AnalyzerConfig
-
-log = logging.getLogger("powercontext.memory")
 
 _TOKEN_CHUNK = 2_000
 """Versions whose tokens are rewritten per write transaction."""
@@ -48,21 +45,16 @@ async def rebuild_scope(
     head = await indexer.store.head(scope_id)
     sequences = index_sequences([v async for v in indexer.active_versions(scope_id, head)])
     count = await rederive(indexer, index, analyzer, scope_id, sequences, progress)
-    for _ in range(CATCH_UP_ROUNDS):
-        now = await indexer.store.head(scope_id)
-        if now == head:
-            return count
-        head = now
-        later = index_sequences([v async for v in indexer.active_versions(scope_id, head)])
+
+    async def redo(now: int | None) -> None:
+        nonlocal sequences
+        later = index_sequences([v async for v in indexer.active_versions(scope_id, now)])
         done = _members(sequences)
         changed = [peers for peers in later if done.get(sequence_key(peers[0])) != _keys(peers)]
         await rederive(indexer, index, analyzer, scope_id, changed, lambda _done, _total: None)
         sequences = later
-    log.warning(
-        "scope %r kept changing during its rebuild; some neighbourhoods may lack the newest "
-        "turns until `powercontext reindex --rebuild` runs again",
-        scope_id,
-    )
+
+    await catch_up(indexer.store, scope_id, head, redo)
     return count
 
 

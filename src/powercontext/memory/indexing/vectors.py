@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,6 +45,32 @@ CATCH_UP_ROUNDS = 16
 """Times a reindex or rebuild reads a scope again because writes moved its head meanwhile;
 each round only redoes the neighbourhoods that changed, so a few suffice unless a thread is
 written to without pause."""
+
+
+async def catch_up(
+    store: MemoryStore,
+    scope_id: str,
+    head: int | None,
+    redo: Callable[[int | None], Awaitable[None]],
+) -> None:
+    """Call `redo(new_head)` while writes move the scope's head past `head`, until it stands
+    still: a write committed after the last look re-indexes its neighbours after this pass.
+
+    Reindex, rebuild and the backfill take no lock across processes, and a turn written
+    meanwhile widens the neighbourhood of the turns before it; its writer re-indexes them,
+    possibly before the pass stored its older inputs over that. `redo` re-derives what changed.
+    """
+    for _ in range(CATCH_UP_ROUNDS):
+        now = await store.head(scope_id)
+        if now == head:
+            return
+        head = now
+        await redo(head)
+    log.warning(
+        "scope %r kept changing while it was re-indexed; some neighbourhoods may lack the "
+        "newest turns until `powercontext reindex --rebuild`",
+        scope_id,
+    )
 
 
 def _unit_mean(parts: Sequence[Vector]) -> Vector:
@@ -198,29 +224,16 @@ class VectorIndexer:
         versions: Sequence[StoredVersion],
         stored: dict[int, tuple[str, ...]],
     ) -> None:
-        """Re-embed those of `versions` whose neighbourhood changed after `head`.
+        """Re-embed those of `versions` whose neighbourhood changed after `head` (catch_up)."""
 
-        This takes no scope lock, and a server's writes (or another process's) go on: a turn
-        written after `head` widens the neighbourhood of the turns before it, and its writer
-        re-embeds them, possibly before the older inputs read at `head` were stored over its
-        vectors. So the inputs are read again at the new head until it stands still while
-        they are: a write committed after that re-embeds its neighbours after these vectors.
-        """
-        for _ in range(CATCH_UP_ROUNDS):
-            now = await self.store.head(scope_id)
-            if now == head:
-                return
-            head = now
-            current = await self._contextual_items(scope_id, versions, head)
-            redo = [(key, inputs) for key, inputs in current if stored.get(key) != inputs]
-            if redo:
-                await self.embed_and_store(scope_id, redo, lambda _done, _total: None)
-                stored.update(redo)
-        log.warning(
-            "scope %r kept changing while its vectors were embedded; some neighbourhoods may "
-            "lack the newest turns until `powercontext reindex --rebuild`",
-            scope_id,
-        )
+        async def redo(now: int | None) -> None:
+            current = await self._contextual_items(scope_id, versions, now)
+            changed = [(key, inputs) for key, inputs in current if stored.get(key) != inputs]
+            if changed:
+                await self.embed_and_store(scope_id, changed, lambda _done, _total: None)
+                stored.update(changed)
+
+        await catch_up(self.store, scope_id, head, redo)
 
     async def _contextual_items(
         self, scope_id: str, missing: Sequence[StoredVersion], head: int | None
