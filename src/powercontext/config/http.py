@@ -31,10 +31,13 @@ class HttpConfig(SettingsGroup):
     """Body limit of remember (one or a batch) and /mcp: parsing JSON holds the GIL and stalls
     every other request, so a larger batch goes to /v1/memory/remember/stream instead (the SDK
     sends it there), which parses a line at a time."""
-    body_read_timeout_seconds: float = Field(default=BODY_READ_TIMEOUT_SECONDS, gt=0)
+    body_read_timeout_seconds: float = Field(
+        default=BODY_READ_TIMEOUT_SECONDS, gt=0, le=3600, allow_inf_nan=False
+    )
     """How long a buffered route waits for the whole body once the headers are in (408
     beyond, and the connection is closed). uvicorn bounds idle keep-alive connections only:
-    without it a client that stops sending mid-body holds its request and buffer for good."""
+    without it a client that stops sending mid-body holds its request and buffer for good;
+    `inf` would restore that, so it is bounded like the runtime's timeouts."""
     max_remember_stream_bytes: int = Field(default=32 * 1024 * 1024, ge=64 * 1024)
     """Body limit of /v1/memory/remember/stream: the whole batch is held until its one commit,
     parsed (several times its JSON bytes), so this bounds what one call can take; two such

@@ -14,8 +14,10 @@ went away in between) stops the others and fails the command: never exit 0 for a
 did not serve. The workers write their metrics to a shared directory, so a scrape reaching any
 of them reports all (`server/metrics.py`).
 
-The address is tried before anything opens: a port in use is one line, not uvicorn's log of a
-started app that then failed to bind.
+The address is tried before anything opens: a port in use, a host that is no address or host
+name, or a name that does not resolve is one line, not uvicorn's log of a started app that then
+failed to bind. A worker that fails to start logs its cause as one line too (the traceback at
+debug level), so the operator reads the reason, not a stack.
 
 uvicorn parses HTTP with httptools and runs on uvloop when they are importable (core
 dependencies, prebuilt wheels; both are C): about a tenth of the server's CPU per search
@@ -27,16 +29,20 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import ipaddress
 import logging
 import os
+import re
 import shutil
 import socket
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import uvicorn
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
@@ -44,18 +50,23 @@ from powercontext.config import ServerSettings
 from powercontext.memory.errors import ConfigurationError, PowerContextError
 from powercontext.memory.service import SearchObserver
 from powercontext.runtime import Runtime, open_runtime
-from powercontext.server.app import PowerContextApp, create_app
+from powercontext.server.app import create_app
 from powercontext.server.auth import ApiKeyAuthority, check_bind_safety
 from powercontext.server.logs import configure_logging
 from powercontext.server.metrics import MULTIPROCESS_DIRECTORY
 
 GRACEFUL_SHUTDOWN_SECONDS = 10
+_HOST_VARIABLE = "POWERCONTEXT_SERVER_HTTP_HOST"
+# One label of a DNS name; `_` too, which resolvers and container names use.
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)")
+_log = logging.getLogger(__name__)
 
 
 def serve(settings: ServerSettings | None = None, *, workers: int = 1) -> None:
     """Serve until SIGINT/SIGTERM; in-flight requests get GRACEFUL_SHUTDOWN_SECONDS to finish,
     then the runtime (and the database) is closed."""
     settings = settings if settings is not None else ServerSettings()
+    _check_host(settings.http.host)
     check_bind_safety(settings.http, ApiKeyAuthority.from_config(settings.http))
     configure_logging(settings.log_format)
     if workers > 1:
@@ -84,11 +95,49 @@ def _http_implementation() -> str:
     return "httptools"
 
 
-def worker_app() -> PowerContextApp:
+def worker_app() -> ASGIApp:
     """The app of one worker process (uvicorn's factory): settings from the environment."""
     settings = ServerSettings()
     configure_logging(settings.log_format)
-    return create_app(settings)
+    return _StartupFailureInOneLine(create_app(settings))
+
+
+class _StartupFailureInOneLine:
+    """A worker's app whose failure to start is logged as one line, not a traceback.
+
+    Starlette reports a lifespan that raised with the formatted traceback, which uvicorn logs at
+    ERROR; the parent then ends the command with the cause in one line of its own, below a
+    stack per worker. The cause stays in the log (the parent cannot always reproduce it: the
+    database may be back), the stack goes to debug level."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_one_line(message: Message) -> None:
+            if message["type"] == "lifespan.startup.failed":
+                # Starlette sends this while it handles the exception, before re-raising it.
+                failure = sys.exc_info()[1]
+                _log.debug("the server process could not start", exc_info=failure)
+                message = {**message, "message": _startup_failure(failure, message)}
+            await send(message)
+
+        await self.app(scope, receive, send_one_line)
+
+
+def _startup_failure(failure: BaseException | None, message: Message) -> str:
+    if isinstance(failure, PowerContextError):
+        cause = f"{failure.code}: {failure}"
+    elif failure is not None:
+        cause = f"{type(failure).__name__}: {failure}"
+    else:  # not sent from an except block: the traceback's last line names the exception
+        lines = str(message.get("message") or "").strip().splitlines()
+        cause = lines[-1] if lines else "unknown error"
+    return f"the server process could not start: {cause}"
 
 
 def _serve_workers(settings: ServerSettings, workers: int) -> None:
@@ -129,12 +178,41 @@ def _run_workers(settings: ServerSettings, workers: int, sock: socket.socket) ->
         raise PowerContextError("a server process failed to start (its log above says why)")
 
 
+def _check_host(host: str) -> None:
+    """An IP address or a host name by its syntax, before the public-bind check judges it: a
+    typo is named as such, not refused as a public bind. An empty host is no default (the
+    supervisor's bind takes it as every interface, asyncio's as none). Whether a name resolves
+    is the bind's to find out."""
+    try:
+        ipaddress.ip_address(host)
+        return
+    except ValueError:
+        pass
+    labels = (host[:-1] if host.endswith(".") else host).split(".")
+    # An all-digit last label is a mistyped IPv4 address (999.1.1.1), never a top-level domain.
+    if len(host) <= 253 and all(map(_HOST_LABEL.fullmatch, labels)) and not labels[-1].isdigit():
+        return
+    if not host.strip():
+        problem = "the host is empty"
+    elif host.startswith("[") and host.endswith("]"):
+        problem = "an IPv6 address goes without brackets (::1)"
+    else:
+        problem = "not an IP address or a host name"
+    raise ConfigurationError(
+        f"cannot listen on {host!r}: {problem}; give --host ({_HOST_VARIABLE}) as an address "
+        "(127.0.0.1, ::1, or 0.0.0.0 for every interface) or a host name such as localhost"
+    )
+
+
 def _check_address(host: str, port: int) -> None:
     """Bind and release every address `host` names, as asyncio's server will."""
     try:
         addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
-        raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+        reason = (exc.strerror or str(exc)).lower()
+        raise ConfigurationError(
+            f"cannot listen on {_where(host, port)}: {reason}; check --host ({_HOST_VARIABLE})"
+        ) from exc
     for family, kind, proto, _, address in addresses:
         with socket.socket(family, kind, proto) as probe:
             _bind(probe, address, host, port)
@@ -172,8 +250,12 @@ def _bind(sock: socket.socket, address: Any, host: str, port: int) -> None:
             else "check --host and --port"
         )
         reason = (exc.strerror or str(exc)).lower()
-        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        where = _where(host, port)
         raise ConfigurationError(f"cannot listen on {where}: {reason}; {hint}") from exc
+
+
+def _where(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _uvicorn_options(settings: ServerSettings) -> dict[str, Any]:
