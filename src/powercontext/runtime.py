@@ -6,14 +6,14 @@ The only place that knows which adapter serves which port.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields
 from typing import TypeVar
 
 from powercontext.config import LLAMACPP_PREFIX, RuntimeConfig, ServerSettings, env_name
 from powercontext.memory.backfill import VectorBackfill
-from powercontext.memory.errors import ConfigurationError
+from powercontext.memory.errors import ConfigurationError, NotFoundError
 from powercontext.memory.indexing.context import IndexTextConfig
 from powercontext.memory.ports import EmbeddingModel, MemoryReranker, MemoryStore
 from powercontext.memory.rerank.cache import RerankCache
@@ -55,23 +55,38 @@ class Runtime:
         return self.memory.reranker
 
     async def reindex(
-        self, progress: ReindexProgress | None = None, *, rebuild: bool = False
+        self,
+        progress: ReindexProgress | None = None,
+        *,
+        rebuild: bool = False,
+        scopes: Sequence[str] | None = None,
     ) -> dict[str, int]:
         """Embed every active entry of every scope that lacks a vector of the current profile.
 
         `rebuild`: instead re-derive the tokens and vectors of every active entry under the
         current index profile (no revision is made), and record that profile with the scope.
+        `scopes`: only these (NotFoundError, before any work, naming those the store lacks).
         The background backfill pauses meanwhile, so the two never embed the same versions
         and the counts are this call's own."""
         async with self.memory.calls.call():
-            return await self._reindex(progress, rebuild)
+            return await self._reindex(progress, rebuild, scopes)
 
-    async def _reindex(self, progress: ReindexProgress | None, rebuild: bool) -> dict[str, int]:
+    async def _reindex(
+        self, progress: ReindexProgress | None, rebuild: bool, scopes: Sequence[str] | None
+    ) -> dict[str, int]:
         if self.backfill is not None:
             await self.backfill.stop()
         counts: dict[str, int] = {}
         try:
-            for scope_id in await self.store.scope_ids():
+            targets = await self.store.scope_ids()
+            if scopes is not None:
+                # Refused, not skipped: a rebuild of a scope never written would record a
+                # profile for it.
+                unknown = unknown_scopes(scopes, targets)
+                if unknown:
+                    raise NotFoundError(f"no scope {', '.join(map(repr, unknown))} in this store")
+                targets = list(dict.fromkeys(scopes))
+            for scope_id in targets:
 
                 def report(done: int, total: int, scope_id: str = scope_id) -> None:
                     if progress is not None:
@@ -86,6 +101,12 @@ class Runtime:
             if self.backfill is not None and not self.memory.calls.closed:
                 self.backfill.start()
         return counts
+
+
+def unknown_scopes(scopes: Iterable[str], known: Iterable[str]) -> list[str]:
+    """Those of `scopes` (once each, in order) that are not among `known`."""
+    have = set(known)
+    return [scope for scope in dict.fromkeys(scopes) if scope not in have]
 
 
 def search_config(settings: ServerSettings) -> SearchConfig:

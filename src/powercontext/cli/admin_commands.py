@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from powercontext.cli import output
-from powercontext.cli.errors import fail_on_errors
+from powercontext.cli.errors import EXIT_CONFIGURATION, fail_on_errors
 from powercontext.cli.running import local_runtime, run_async
 from powercontext.cli.wording import counted
 from powercontext.config.secrets import MASK, mask_url
@@ -25,6 +25,15 @@ def reindex(
             "index settings (after they changed); makes no revision.",
         ),
     ] = False,
+    scopes: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scope",
+            metavar="SCOPE",
+            help="Only this scope (repeat for several); other scopes are left as they are. "
+            "A scope the store does not hold is an error (exit 2).",
+        ),
+    ] = None,
 ) -> None:
     """Embed every active entry that lacks a vector of the current embedding profile.
 
@@ -46,8 +55,15 @@ def reindex(
         bar.update(tasks[scope_id], completed=done, total=max(total, done))
 
     async def go() -> dict[str, int]:
+        from powercontext.runtime import unknown_scopes
+
         async with local_runtime() as runtime:
-            return await runtime.reindex(report, rebuild=rebuild)
+            unknown = unknown_scopes(scopes, await runtime.store.scope_ids()) if scopes else []
+            if unknown:  # a mistyped name is a usage error, found before any work
+                names = ", ".join(repr(scope) for scope in unknown)
+                output.print_error("not_found", f"--scope {names}: no such scope in this store")
+                raise typer.Exit(EXIT_CONFIGURATION)
+            return await runtime.reindex(report, rebuild=rebuild, scopes=scopes or None)
 
     with fail_on_errors():
         try:
@@ -60,7 +76,10 @@ def reindex(
         return
     total = sum(counts.values())
     done = "re-indexed" if rebuild else "embedded"
-    output.console.print(f"{done} {counted(total, 'entry')} in {counted(len(counts), 'scope')}")
+    where = counted(len(counts), "scope")
+    if scopes:  # say which, so a log shows that the others were not touched
+        where = f"{'scope' if len(counts) == 1 else 'scopes'} {', '.join(counts)}"
+    output.console.print(f"{done} {counted(total, 'entry')} in {where}", soft_wrap=True)
 
 
 def effective_configuration() -> dict[str, Any]:

@@ -13,7 +13,8 @@ then every `interval_seconds`:
   embedded twice. A turn written meanwhile changes its neighbours' inputs: `reindex` reads
   the scope again when the head moved and re-embeds those (indexing.vectors);
 - observable: `pending_total` (the last count) feeds /v1/ready and the
-  `powercontext_memory_vectors_pending` gauge.
+  `powercontext_memory_vectors_pending` gauge; `filling(service)` tells a search refused for
+  missing vectors whether to say "retry shortly" or "run `powercontext reindex`".
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -31,6 +33,16 @@ log = logging.getLogger("powercontext.memory.backfill")
 MAX_BACKOFF_SECONDS = 600.0
 _FALLBACK_LOG_SECONDS = 60.0
 _fallback_logged: dict[str, float] = {}
+_running: weakref.WeakKeyDictionary[MemoryService, VectorBackfill] = weakref.WeakKeyDictionary()
+"""The backfill started over a service (a runtime makes at most one), until it stops. Kept
+here, not on MemoryService: the service knows nothing of the backfill built over it."""
+
+
+def filling(service: MemoryService) -> bool:
+    """Whether a background backfill runs over `service`: its searches' missing vectors of the
+    current profile, in every scope, are filled without an operator. False while a `reindex`
+    of the same runtime pauses it (that reindex fills them)."""
+    return service in _running
 
 
 def warn_auto_served_fts(scope_id: str, missing: int) -> None:
@@ -111,11 +123,14 @@ class VectorBackfill:
         if self._task is None:
             self._stopping = False  # `stop` waited for the previous task to end
             self._task = asyncio.create_task(self._run(), name="powercontext-vector-backfill")
+            _running[self.service] = self
 
     async def stop(self) -> None:
         task, self._task = self._task, None
         if task is None:
             return
+        if _running.get(self.service) is self:
+            del _running[self.service]
         self._stopping = True
         task.cancel()
         try:

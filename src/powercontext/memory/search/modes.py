@@ -13,6 +13,9 @@ HYBRID_SEARCH_HINT = (
     f"{EMBEDDING_VARIABLE} to a provider model such as openai:text-embedding-3-small"
 )
 
+BACKFILL_REMEDY = "the background backfill is filling them: retry shortly"
+REINDEX_REMEDY = "the background backfill is off: run `powercontext reindex`"
+
 
 def select_mode(
     requested: SearchMode,
@@ -20,8 +23,12 @@ def select_mode(
     has_embedder: bool,
     missing_vectors: int,
     profile_id: str | None = None,
+    backfilling: bool = False,
 ) -> ResolvedMode:
-    """`auto` is hybrid only when every active entry has a vector of the current profile."""
+    """`auto` is hybrid only when every active entry has a vector of the current profile.
+
+    `backfilling`: a background backfill runs for this profile (memory.backfill), so the
+    missing vectors come without an operator, and the refusal says to wait, not to reindex."""
     if requested == "fts":
         return "fts"
     vectors_ready = has_embedder and missing_vectors == 0
@@ -33,9 +40,10 @@ def select_mode(
             + HYBRID_SEARCH_HINT
         )
     if missing_vectors:
+        remedy = BACKFILL_REMEDY if backfilling else REINDEX_REMEDY
         raise CapabilityNotSupportedError(
             f"search mode {requested!r} is not available yet: {missing_vectors} active entries "
-            f"have no vector of embedding profile {profile_id!r}; run `powercontext reindex`"
+            f"have no vector of embedding profile {profile_id!r}; {remedy}"
         )
     return requested
 

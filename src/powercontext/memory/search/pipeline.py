@@ -17,7 +17,7 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from powercontext.memory.backfill import warn_auto_served_fts
+from powercontext.memory.backfill import filling, warn_auto_served_fts
 from powercontext.memory.errors import (
     CapabilityNotSupportedError,
     MemoryValidationError,
@@ -131,6 +131,7 @@ class SearchPipeline:
                         has_embedder=embedder is not None,
                         missing_vectors=missing,
                         profile_id=profile.profile_id if profile else None,
+                        backfilling=filling(self._service),
                     )
                 )
             except CapabilityNotSupportedError as exc:
