@@ -35,12 +35,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from powercontext.memory.commit import check_batch_size
 from powercontext.memory.entries import entry_from_stored, resolve_revision
 from powercontext.memory.errors import MemoryValidationError, RevisionConflictError
 from powercontext.memory.indexing.threads import WriteIndex, source_of
+from powercontext.memory.iso_time import IsoDateTime, iso_8601_only
 from powercontext.memory.models import MemoryRef, MemoryWriteResult
 from powercontext.memory.ports import (
     MemoryStore,
@@ -103,9 +104,11 @@ class NewEntry(BaseModel):
 
 
 class ExportedEntry(NewEntry):
-    """One entry line: a NewEntry plus what the source scope said of it."""
+    """One entry line: a NewEntry plus what the source scope said of it. Its times are the
+    file's ISO 8601 text: a number is refused, not read as Unix seconds."""
 
-    created_at: datetime | None = None
+    occurred_at: Annotated[OccurredAt, BeforeValidator(iso_8601_only)] | None = None
+    created_at: IsoDateTime | None = None
     version: int | None = Field(default=None, ge=1)
 
     def new_entry(self) -> NewEntry:
@@ -121,7 +124,7 @@ class ExportHeader(BaseModel):
     # Bounded like every revision and count the stores keep (64-bit integers).
     revision: int = Field(ge=1, le=2**63 - 1)
     entry_count: int = Field(ge=0, le=2**63 - 1)
-    exported_at: datetime
+    exported_at: IsoDateTime
 
 
 class ImportResult(BaseModel):

@@ -23,7 +23,6 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.values import (
     MAX_KIND_CHARS,
     MAX_METADATA_BYTES,
@@ -36,12 +35,13 @@ from powercontext.memory.values import (
     IdempotencyKey,
     Kind,
     Metadata,
-    OccurredAt,
     QueryText,
     Reason,
     ScopeId,
     Thread,
 )
+from powercontext.server.wire_time import MemoryFilter as WireFilter
+from powercontext.server.wire_time import WireOccurredAt
 
 MAX_ID_CHARS = 128
 MAX_CURSOR_CHARS = 256
@@ -255,10 +255,11 @@ class RememberEntryModel(_Wire):
             "order, whether written in one batch or one call at a time."
         ),
     )
-    occurred_at: OccurredAt | None = Field(
+    occurred_at: WireOccurredAt | None = Field(
         default=None,
         description=(
-            "When the remembered event happened (ISO 8601; a time without offset is UTC). "
+            "When the remembered event happened: an ISO 8601 string (a time without offset "
+            "is UTC; a number is refused, never read as Unix seconds). "
             "Default: the write time. The date is indexed, so searches by date find it."
         ),
     )
@@ -336,7 +337,7 @@ class ListEntriesRequest(_Wire):
         "and bound to this scope and revision (422 invalid_cursor otherwise).",
     )
     limit: JsonInt = _int_field(100, ge=1, le=1000, description="Entries per page.")
-    filter: MemoryFilter | None = Field(
+    filter: WireFilter | None = Field(
         default=None, description="Only entries matching it (see the search request)."
     )
 

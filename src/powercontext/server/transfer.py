@@ -10,7 +10,6 @@ which the table also documents.
 from __future__ import annotations
 
 from contextlib import aclosing
-from datetime import datetime
 from typing import Annotated, Any, TypeVar
 from urllib.parse import unquote_to_bytes
 
@@ -19,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from powercontext.memory.errors import MemoryValidationError
+from powercontext.memory.iso_time import IsoDateTime
 from powercontext.memory.transfer import (
     FORMAT,
     FORMAT_VERSION,
@@ -77,7 +77,7 @@ class ExportHeaderModel(_Wire):
     scope_id: str = Field(description="The scope exported.")
     revision: int = Field(ge=1, description="The revision exported.")
     entry_count: int = Field(ge=0, description="Entry lines that follow the header.")
-    exported_at: datetime = Field(description="When the export was made (UTC).")
+    exported_at: IsoDateTime = Field(description="When the export was made (UTC).")
 
 
 class ExportedEntryModel(_Wire):
@@ -88,10 +88,10 @@ class ExportedEntryModel(_Wire):
     text: str = Field(description="The entry's text.")
     metadata: dict[str, Any] = Field(description="The entry's metadata.")
     thread: str | None = Field(default=None, description="Its thread, if any.")
-    occurred_at: datetime | None = Field(
+    occurred_at: IsoDateTime | None = Field(
         default=None, description="The event time: as written, else the write time."
     )
-    created_at: datetime | None = Field(
+    created_at: IsoDateTime | None = Field(
         default=None, description="When the source wrote this version (informational)."
     )
     version: int | None = Field(
