@@ -14,7 +14,7 @@ import pytest
 from powercontext import ServerSettings, open_runtime
 from powercontext.config import DatabaseConfig, InferenceConfig, RuntimeConfig
 from powercontext.memory import MemorySearchPage, SearchMemoryRequest
-from powercontext.memory.values import MAX_QUERY_BYTES
+from powercontext.memory.values import MAX_QUERY_BYTES, MAX_TEXT_BYTES
 from powercontext.server import create_app
 from powercontext.server.search_schemas import BatchSearchItem, SearchRequest
 from tests.http.conftest import Served
@@ -108,3 +108,28 @@ def test_the_contract_still_publishes_the_limit_and_says_it_counts_after_strippi
         assert committed[model.__name__]["properties"]["query"] == generated
         assert generated["maxLength"] == MAX_QUERY_BYTES
         assert "stripped" in generated["description"]
+
+
+# The entry text follows the same rule (MAX_TEXT_BYTES, counted after stripping).
+TEXT_CORE = "padded " + "t" * (MAX_TEXT_BYTES - len("padded "))
+
+
+def test_a_padded_text_within_the_limit_is_stored_stripped(served: Served) -> None:
+    padded = "  " + TEXT_CORE + "\n\t"
+    assert len(padded) > MAX_TEXT_BYTES
+    with served.client() as client:
+        one = client.post("/v1/memory/remember", json={"scope_id": "texts", "text": padded})
+        assert one.status_code == 200, one.text[:500]
+        [entry] = one.json()["entries"]
+        assert entry["text"] == TEXT_CORE
+        citation = entry["citation"]
+        revised = client.post(
+            "/v1/memory/entries/revise",
+            json={"scope_id": "texts", "citation": citation, "text": TEXT_CORE + " " * 600},
+        )
+        assert revised.status_code == 200, revised.text[:500]
+        over = client.post(
+            "/v1/memory/remember", json={"scope_id": "texts", "text": " " + TEXT_CORE + "x "}
+        )
+    assert over.status_code == 422, over.text[:300]
+    assert ["body", "text"] in [e["loc"] for e in over.json()["error"]["details"]["errors"]]

@@ -72,3 +72,14 @@ def test_server_run_with_an_infinite_body_timeout_is_one_configuration_error(
     assert done.stderr.startswith("error configuration_error:"), done.stderr
     assert BODY_TIMEOUT in done.stderr and "finite" in done.stderr
     assert "refusing to bind" not in done.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_the_rerank_endpoint_threshold_is_a_finite_score(value: str) -> None:
+    # Every score fails `>= nan` and `>= inf`: the endpoint stage would keep nothing, silently.
+    with pytest.raises(ValidationError):
+        RuntimeConfig(memory_rerank_endpoint_threshold=value)
+    assert (
+        RuntimeConfig(memory_rerank_endpoint_threshold="-2.5").memory_rerank_endpoint_threshold
+        == -2.5
+    )

@@ -41,7 +41,7 @@ class RuntimeConfig(SettingsGroup):
     """Sent as `Authorization: Bearer ...`; never logged."""
     memory_rerank_endpoint_model: str | None = None
     """Sent as `model` when set (Cohere and Jina need it; TEI ignores it)."""
-    memory_rerank_endpoint_threshold: float | None = None
+    memory_rerank_endpoint_threshold: float | None = Field(default=None, allow_inf_nan=False)
     """Keep only candidates scoring at least this (sparse selection); unset: keep all."""
     memory_rerank_endpoint_top_k: int | None = Field(default=None, ge=1, le=100)
     """At most this many selected candidates (and the caller's limit, whichever is smaller)."""

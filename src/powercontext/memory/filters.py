@@ -12,6 +12,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from powercontext.memory.iso_time import iso_8601_only
 from powercontext.memory.values import Kind, Thread, check_unicode, in_utc
 
 MAX_FILTER_VALUES = 100
@@ -42,8 +43,9 @@ def _aware(value: datetime) -> datetime:
     return in_utc(value, "a filter time")
 
 
-FilterTime = Annotated[datetime, AfterValidator(_aware)]
-"""A bound on a time, with a time zone; compared in UTC, as both stores keep times."""
+FilterTime = Annotated[datetime, BeforeValidator(iso_8601_only), AfterValidator(_aware)]
+"""A bound on a time, with a time zone; compared in UTC, as both stores keep times. A
+`datetime` or ISO 8601 text: a number is refused, not read as Unix seconds."""
 
 Scalar = Annotated[str | bool | int | Finite, AfterValidator(_storable)]
 
@@ -98,7 +100,8 @@ class MetadataCondition(BaseModel):
 class MemoryFilter(BaseModel):
     """Every given part must hold. `created_*` compare with the write time, `occurred_*` with
     `occurred_at` (the write time when none was given); `*_after` is inclusive, `*_before`
-    exclusive."""
+    exclusive. Times are ISO 8601 with a time zone (e.g. 2024-05-08T13:56:00Z); a number is
+    refused."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -35,13 +35,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from powercontext.memory.commit import check_batch_size
 from powercontext.memory.entries import entry_from_stored, resolve_revision
 from powercontext.memory.errors import MemoryValidationError, RevisionConflictError
 from powercontext.memory.indexing.threads import WriteIndex, source_of
-from powercontext.memory.iso_time import IsoDateTime, iso_8601_only
+from powercontext.memory.iso_time import IsoDateTime
 from powercontext.memory.models import MemoryRef, MemoryWriteResult
 from powercontext.memory.ports import (
     MemoryStore,
@@ -107,7 +107,6 @@ class ExportedEntry(NewEntry):
     """One entry line: a NewEntry plus what the source scope said of it. Its times are the
     file's ISO 8601 text: a number is refused, not read as Unix seconds."""
 
-    occurred_at: Annotated[OccurredAt, BeforeValidator(iso_8601_only)] | None = None
     created_at: IsoDateTime | None = None
     version: int | None = Field(default=None, ge=1)
 

@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
+from powercontext.memory.iso_time import iso_8601_only
+
 MAX_TEXT_BYTES = 8192
 MAX_QUERY_BYTES = 8192
 MAX_METADATA_BYTES = 16384
@@ -177,8 +179,9 @@ def in_utc(value: datetime, what: str) -> datetime:
 Metadata = Annotated[dict[str, Any], BeforeValidator(_shallow), AfterValidator(_check_metadata)]
 Thread = Annotated[str, Field(max_length=MAX_THREAD_CHARS), AfterValidator(_check_thread)]
 """The conversation, session or document an entry belongs to; neighbours are found by it."""
-OccurredAt = Annotated[datetime, AfterValidator(_check_occurred_at)]
-"""When the remembered event happened (UTC); defaults to the write time."""
+OccurredAt = Annotated[datetime, BeforeValidator(iso_8601_only), AfterValidator(_check_occurred_at)]
+"""When the remembered event happened (UTC); defaults to the write time. A `datetime` or ISO
+8601 text: a number is refused, not read as Unix seconds."""
 Reason = Annotated[
     str,
     Field(max_length=MAX_REASON_CHARS),

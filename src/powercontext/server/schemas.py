@@ -23,6 +23,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.values import (
     MAX_KIND_CHARS,
     MAX_METADATA_BYTES,
@@ -35,13 +36,12 @@ from powercontext.memory.values import (
     IdempotencyKey,
     Kind,
     Metadata,
+    OccurredAt,
     QueryText,
     Reason,
     ScopeId,
     Thread,
 )
-from powercontext.server.wire_time import MemoryFilter as WireFilter
-from powercontext.server.wire_time import WireOccurredAt
 
 MAX_ID_CHARS = 128
 MAX_CURSOR_CHARS = 256
@@ -168,8 +168,21 @@ _SCOPE = (
 )
 _TEXT = (
     f"Entry text, stored NFC-normalized and stripped; not blank; at most {MAX_TEXT_BYTES} "
-    "UTF-8 bytes (422 beyond); no NUL or lone surrogates."
+    "UTF-8 bytes once leading and trailing whitespace is stripped (422 beyond); no NUL or lone "
+    "surrogates."
 )
+
+
+def stripped_text_field(limit: int, description: str, **field: Any) -> Any:
+    """A text whose length rule is the runtime's: UTF-8 bytes of the NFC-normalized, stripped
+    value (values.py). A pydantic `max_length` would count characters before stripping and
+    refuse padded text the runtime takes; the contract still publishes `maxLength`, a bound no
+    stripped text within the byte limit exceeds."""
+    return Field(
+        min_length=1, json_schema_extra={"maxLength": limit}, description=description, **field
+    )
+
+
 _KIND = f"A short label for the entry (e.g. `fact`, `preference`); at most {MAX_KIND_CHARS} chars."
 _METADATA = (
     f"Any JSON object, returned unchanged; at most {MAX_METADATA_BYTES} bytes as JSON and "
@@ -244,7 +257,7 @@ class RememberEntryModel(_Wire):
     """One entry of a batch."""
 
     kind: WireKind = Field(default="fact", description=_KIND)
-    text: WireEntryText = Field(min_length=1, max_length=MAX_TEXT_BYTES, description=_TEXT)
+    text: WireEntryText = stripped_text_field(MAX_TEXT_BYTES, _TEXT)
     metadata: Metadata = Field(default_factory=dict, description=_METADATA)
     reason: WireReason | None = _reason_field()
     thread: WireThread | None = Field(
@@ -255,7 +268,7 @@ class RememberEntryModel(_Wire):
             "order, whether written in one batch or one call at a time."
         ),
     )
-    occurred_at: WireOccurredAt | None = Field(
+    occurred_at: OccurredAt | None = Field(
         default=None,
         description=(
             "When the remembered event happened: an ISO 8601 string (a time without offset "
@@ -337,7 +350,7 @@ class ListEntriesRequest(_Wire):
         "and bound to this scope and revision (422 invalid_cursor otherwise).",
     )
     limit: JsonInt = _int_field(100, ge=1, le=1000, description="Entries per page.")
-    filter: WireFilter | None = Field(
+    filter: MemoryFilter | None = Field(
         default=None, description="Only entries matching it (see the search request)."
     )
 
@@ -356,7 +369,7 @@ class ReviseEntryRequest(_Wire):
     citation: CitationModel = Field(
         description="Must name the entry's current version (409 if it names an older one)."
     )
-    text: WireEntryText = Field(min_length=1, max_length=MAX_TEXT_BYTES, description=_TEXT)
+    text: WireEntryText = stripped_text_field(MAX_TEXT_BYTES, _TEXT)
     kind: WireKind | None = Field(default=None, description=_KIND + " Default: unchanged.")
     metadata: Metadata | None = Field(default=None, description=_METADATA + " Default: unchanged.")
     reason: WireReason | None = _reason_field()

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.values import (
     MAX_QUERY_BYTES,
     Channel,
@@ -27,20 +28,15 @@ from powercontext.server.schemas import (
     _int_field,
     _scope_field,
     _Wire,
+    stripped_text_field,
 )
-from powercontext.server.wire_time import MemoryFilter as WireFilter
 
 
 def _query_field() -> Any:
-    # The length rule is the runtime's (QueryText): UTF-8 bytes of the NFC-normalized,
-    # stripped query. A `max_length` here counted characters before stripping and refused a
-    # padded query the runtime accepts. The contract still publishes maxLength, a bound no
-    # stripped query within the byte limit exceeds; padding beyond it is accepted.
-    return Field(
-        min_length=1,
-        json_schema_extra={"maxLength": MAX_QUERY_BYTES},
-        description=f"The query; not blank; at most {MAX_QUERY_BYTES} UTF-8 bytes once "
-        "leading and trailing whitespace is stripped.",
+    return stripped_text_field(
+        MAX_QUERY_BYTES,
+        f"The query; not blank; at most {MAX_QUERY_BYTES} UTF-8 bytes once leading and "
+        "trailing whitespace is stripped.",
     )
 
 
@@ -82,7 +78,7 @@ class SearchRequest(_Wire):
         description="Vector channel floor on cosine similarity, applied before fusion "
         "(default the deployment's POWERCONTEXT_SERVER_RUNTIME_SEARCH_MIN_SIMILARITY).",
     )
-    filter: WireFilter | None = Field(
+    filter: MemoryFilter | None = Field(
         default=None,
         description="Only entries matching it are candidates, in every channel, before its "
         "top-k: a filtered search returns `limit` hits whenever that many match. `kinds` (any "
@@ -102,7 +98,7 @@ class BatchSearchItem(_Wire):
     query: WireQueryText = _query_field()
     limit: JsonInt = _int_field(10, ge=1, le=100, description="As in a single search.")
     mode: SearchMode = Field(default="auto", description="As in a single search.")
-    filter: WireFilter | None = Field(
+    filter: MemoryFilter | None = Field(
         default=None, description="As in a single search, for this search only."
     )
     min_score: MinScore = Field(
