@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from powercontext.memory.backfill import filling, warn_auto_served_fts
 from powercontext.memory.errors import (
@@ -60,7 +60,10 @@ from powercontext.memory.values import ResolvedMode
 from powercontext.memory.vectors import unit_vector
 
 if TYPE_CHECKING:
+    from powercontext.memory.ports import EmbeddingModel
     from powercontext.memory.service import MemoryService
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +158,8 @@ class SearchPipeline:
     async def _query_vectors(
         self, requests: Sequence[SearchMemoryRequest], modes: list[ResolvedMode], *, batch: bool
     ) -> list[Vector | None]:
-        """Unit query vectors of the requests whose mode uses them, from one embedder call.
+        """Unit query vectors of the requests whose mode uses them, from one embedder call
+        per `embedding_batch_size` queries (the deployment's texts-per-call bound).
 
         When embedding fails, `auto` requests fall back to fts (in `modes`); an explicit vector
         or hybrid request fails the whole call with the typed capability error.
@@ -166,13 +170,15 @@ class SearchPipeline:
         if not wanted or embedder is None:
             return vectors
         texts = [requests[i].query for i in wanted]
+        size = self._config.embedding_batch_size
+        chunks = [texts[start : start + size] for start in range(0, len(texts), size)]
         try:
-            if len(texts) == 1:
-                raw: Sequence[Sequence[float]] = [await embedder.embed_query(texts[0])]
+            if len(chunks) == 1:
+                raw: Sequence[Sequence[float]] = await _embed_chunk(embedder, chunks[0])
             else:
-                raw = await embedder.embed_queries(texts)
-            if len(raw) != len(texts):
-                raise ValueError(f"{len(raw)} vectors for {len(texts)} queries")
+                # All or nothing, as one call would be: the first failure cancels the rest.
+                parts = await _all_or_nothing([_embed_chunk(embedder, c) for c in chunks])
+                raw = [row for part in parts for row in part]
             for i, row in zip(wanted, raw, strict=True):
                 vectors[i] = unit_vector(row, embedder.profile.dimension)
         except Exception as exc:  # the provider's failure must not escape raw
@@ -402,9 +408,17 @@ class SearchPipeline:
         return hits_of(MemoryRef(scope_id=scope_id, revision=revision), fused, stored, explained)
 
 
-async def _all_or_nothing(
-    searches: list[Coroutine[Any, Any, MemorySearchPage]],
-) -> tuple[MemorySearchPage, ...]:
+async def _embed_chunk(embedder: EmbeddingModel, texts: list[str]) -> Sequence[Sequence[float]]:
+    # One query alone takes the single search's call, so its vector is the same one.
+    if len(texts) == 1:
+        return [await embedder.embed_query(texts[0])]
+    raw = await embedder.embed_queries(texts)
+    if len(raw) != len(texts):
+        raise ValueError(f"{len(raw)} vectors for {len(texts)} queries")
+    return raw
+
+
+async def _all_or_nothing(searches: list[Coroutine[Any, Any, T]]) -> tuple[T, ...]:
     """Run concurrently, in order; on the first error cancel the rest and raise it."""
     if len(searches) == 1:
         return (await searches[0],)
