@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from tests import pg_server
-from tests.http.processes import start_server, wait_until_healthy
+from tests.http.processes import free_port, start_server, wait_until_healthy
 
 MARK = "S3CRET"
 ADMIN_KEY = f"admin-{MARK}-key-1"
@@ -124,7 +124,9 @@ def test_no_database_password_shows_on_postgresql(tmp_path: Path) -> None:
     text += _cli(env, "config", "show") + _cli(env, "db", "upgrade")
     # a database that cannot be reached: the error names the URL, masked
     unreachable = url.replace("?host=", "?port=1&host=/nonexistent-dir-") + f"&password=q-{MARK}"
-    failed = _cli({**env, f"{S}DATABASE_URL": unreachable}, "server", "run")
+    # A free port: the address is checked before the database, and 8000 may be taken here.
+    port = str(free_port())
+    failed = _cli({**env, f"{S}DATABASE_URL": unreachable, f"{S}HTTP_PORT": port}, "server", "run")
     assert "storage_unavailable" in failed, failed
     assert MARK not in text + failed, [
         line for line in (text + failed).splitlines() if MARK in line

@@ -133,3 +133,13 @@ def test_a_padded_text_within_the_limit_is_stored_stripped(served: Served) -> No
         )
     assert over.status_code == 422, over.text[:300]
     assert ["body", "text"] in [e["loc"] for e in over.json()["error"]["details"]["errors"]]
+
+
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_an_empty_query_or_text_gets_the_runtimes_message(served: Served, blank: str) -> None:
+    with served.client() as client:
+        searched = client.post("/v1/memory/search", json={"scope_id": SCOPE, "query": blank})
+        wrote = client.post("/v1/memory/remember", json={"scope_id": SCOPE, "text": blank})
+    assert searched.status_code == 422 and wrote.status_code == 422
+    assert searched.json()["error"]["message"] == "query: Value error, query must not be blank"
+    assert wrote.json()["error"]["message"] == "text: Value error, text must not be blank"

@@ -177,9 +177,10 @@ def stripped_text_field(limit: int, description: str, **field: Any) -> Any:
     """A text whose length rule is the runtime's: UTF-8 bytes of the NFC-normalized, stripped
     value (values.py). A pydantic `max_length` would count characters before stripping and
     refuse padded text the runtime takes; the contract still publishes `maxLength`, a bound no
-    stripped text within the byte limit exceeds."""
+    stripped text within the byte limit exceeds. `minLength` alike: an empty text gets the
+    runtime's "must not be blank", as a blank one does."""
     return Field(
-        min_length=1, json_schema_extra={"maxLength": limit}, description=description, **field
+        json_schema_extra={"maxLength": limit, "minLength": 1}, description=description, **field
     )
 
 
