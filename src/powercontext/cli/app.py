@@ -15,9 +15,9 @@ from powercontext.cli import (
     memory_commands,
     server_commands,
 )
-from powercontext.cli.help_format import hide_flag_types
+from powercontext.cli.help_format import adjust_help
 
-hide_flag_types()
+adjust_help()
 
 app = typer.Typer(
     name="powercontext",

@@ -6,6 +6,7 @@ the prompt is refused there, so nothing is erased by accident).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -49,14 +50,26 @@ class Erasure(Change):
     def confirm(self, question: str) -> None:
         if self.yes:
             return
-        try:
-            # On stderr: stdout is the answer (`--json` output a script parses).
-            confirmed = typer.confirm(question, default=False, err=True)
-        except typer.Abort:
-            confirmed = False
-        if not confirmed:
+        if not _ask(question):
             output.print_error("aborted", "nothing was erased (pass --yes to skip this question)")
             raise typer.Exit(EXIT_FAILURE)
+
+
+def _ask(question: str) -> bool:
+    """A y/N question on stderr, the answer read from stdin; only y or yes erases.
+
+    Not `typer.confirm(err=True)`: it writes the prompt's last character, a space, to stdout,
+    and stdout is the answer a script parses (`--json`)."""
+    sys.stderr.write(f"{question} [y/N]: ")
+    sys.stderr.flush()
+    try:
+        answer = sys.stdin.readline()
+        echoed = sys.stdin.isatty()
+    except KeyboardInterrupt:  # Ctrl-C: no
+        answer, echoed = "", False
+    if not echoed:  # no line end after the prompt yet: the next message gets its own line
+        sys.stderr.write("\n")
+    return answer.strip().lower() in ("y", "yes")
 
 
 erasing = option_group("erasure", Erasure)

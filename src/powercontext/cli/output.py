@@ -195,7 +195,9 @@ def print_entry(entry: MemoryEntry, as_json: bool) -> None:
         ("kind", entry.kind),
         ("metadata", json.dumps(entry.metadata, ensure_ascii=False)),
         ("version", str(entry.version)),
-        ("active", str(entry.active).lower()),
+        # The flag is the entry's state now: the version `get ENTRY_ID --revision N` shows was
+        # active at N, and a bare "active false" beside it reads as a contradiction.
+        ("active at head", str(entry.active).lower()),
         ("created_at", entry.created_at.isoformat()),
     ):
         table.add_row(name, Text(value))
