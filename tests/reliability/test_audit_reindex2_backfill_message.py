@@ -7,6 +7,7 @@ failing in the runtime under test, so the backfill runs but cannot fill them whi
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -23,6 +24,17 @@ from powercontext.testing import FakeEmbedder
 from tests.http.live import live_server
 
 SCOPE = "notes"
+
+
+class _StalledEmbedder(FakeEmbedder):
+    """Documents never come back: the backfill is filling, neither done nor failed, for as long
+    as the test looks (a failing provider would make its last pass a failure instead)."""
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.document_calls += 1
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
 RETRY = "the background backfill is filling them: retry shortly"
 REINDEX = "run `powercontext reindex`"
 
@@ -45,7 +57,7 @@ async def _leave_pending(db: Path, count: int) -> None:
 
 
 async def _refusal(db: Path, interval: float) -> str:
-    embedder = FakeEmbedder(fail_documents=True)  # the backfill, if any, cannot fill yet
+    embedder = _StalledEmbedder()  # the backfill, if any, cannot fill yet
     async with open_runtime(_settings(db, interval), embedding_model=embedder) as runtime:
         assert (runtime.backfill is not None) == (interval > 0)
         assert filling(runtime.memory) == (interval > 0)
@@ -93,7 +105,7 @@ async def test_a_reindex_pausing_the_backfill_is_not_taken_for_a_running_one(
 def test_the_wire_carries_the_retry_hint(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     asyncio.run(_leave_pending(db, 2))
-    embedder = FakeEmbedder(fail_documents=True)
+    embedder = _StalledEmbedder()
 
     def factory(settings: ServerSettings, observer: object) -> object:
         return open_runtime(settings, embedding_model=embedder, search_observer=observer)  # type: ignore[arg-type]

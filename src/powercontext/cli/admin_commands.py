@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 import typer
@@ -111,10 +112,17 @@ def effective_configuration() -> dict[str, Any]:
         values[f"{CLIENT_PREFIX}{field.upper()}"] = value
     # Every URL-valued setting, not only the database's: a rerank endpoint or a generation
     # base URL can carry credentials too.
-    return {
-        k: (mask_url(str(v)) if v is not None and not isinstance(v, bool | int | float) else v)
-        for k, v in values.items()
-    }
+    return {k: _shown(v) for k, v in values.items()}
+
+
+def _shown(value: Any) -> Any:
+    """A setting as it is written back: a mapping or list as JSON (what the variable takes, not
+    Python's repr), any text with the credentials of a URL masked."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, dict | list | tuple):
+        return mask_url(json.dumps(value, separators=(",", ":")))
+    return mask_url(str(value))
 
 
 CLIENT_PREFIX = "POWERCONTEXT_CLIENT_"

@@ -200,7 +200,8 @@ def map_inference_error(exc: Exception, *, operation: str) -> InferenceError:
     return InvalidInferenceOutputError(f"{operation} failed unexpectedly ({kind})")
 
 
-def _resolve_model(model: str | Model) -> Model:
+def _resolve_model(model: str | Model, source: str | None = None) -> Model:
+    """`source`: where the caller set the model, for the error (default the server setting)."""
     if isinstance(model, Model):
         return model
     try:
@@ -208,8 +209,8 @@ def _resolve_model(model: str | Model) -> Model:
     except (UserError, ValueError, ImportError) as exc:
         # UserError messages are pydantic-ai's own (unknown provider, missing API key): safe.
         raise ConfigurationError(
-            f"the generation model {model!r} ({env_name('inference', 'generation_model')}, or "
-            f"the LoCoMo harness's --answer-model / --judge-model) cannot be used: {exc}"
+            f"the generation model {model!r} "
+            f"({source or env_name('inference', 'generation_model')}) cannot be used: {exc}"
         ) from exc
 
 
@@ -364,7 +365,7 @@ async def generate_text(
     For evaluation code (answers, judges) that must not import pydantic-ai itself.
     """
     agent: Agent[None, str] = Agent(
-        _resolve_model(model),
+        _resolve_model(model, "the evaluation's model option, e.g. --answer-model / --judge-model"),
         instructions=system,
         model_settings=ModelSettings(temperature=0.0, timeout=timeout_seconds, max_retries=0),
         name="powercontext-text",

@@ -25,6 +25,8 @@ import time
 import weakref
 from typing import TYPE_CHECKING
 
+from powercontext.memory.errors import failure_summary
+
 if TYPE_CHECKING:
     from powercontext.memory.service import MemoryService
 
@@ -43,6 +45,13 @@ def filling(service: MemoryService) -> bool:
     current profile, in every scope, are filled without an operator. False while a `reindex`
     of the same runtime pauses it (that reindex fills them)."""
     return service in _running
+
+
+def backfill_failure(service: MemoryService) -> str | None:
+    """Why the backfill over `service` failed its last pass (None: it did not, or none runs):
+    a refusal must not promise vectors that a broken model will never make."""
+    backfill = _running.get(service)
+    return backfill.failure if backfill is not None else None
 
 
 def warn_auto_served_fts(scope_id: str, missing: int) -> None:
@@ -86,6 +95,8 @@ class VectorBackfill:
         """Whether `pending` holds a count yet (before the first pass counts, it is empty)."""
         self.filled_total = 0
         self.passes = 0
+        self.failure: str | None = None
+        """The last pass's failure (errors.failure_summary) until a pass succeeds."""
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -145,6 +156,7 @@ class VectorBackfill:
         while not self._stopping:
             try:
                 await self.fill_pass()
+                self.failure = None
                 delay = self.interval_seconds
             except Exception as exc:  # a provider or database outage: retry later, never die
                 if self._stopping:
@@ -152,9 +164,10 @@ class VectorBackfill:
                     # QueryCanceled (a StorageError here), and the loop would sleep on.
                     return
                 delay = min(max(delay * 2, self.interval_seconds), MAX_BACKOFF_SECONDS)
+                self.failure = failure_summary(exc)
                 log.warning(
                     "vector backfill failed (%s); %d vectors pending; next try in %.0f s",
-                    type(exc).__name__,
+                    self.failure,
                     self.pending_total,
                     delay,
                 )

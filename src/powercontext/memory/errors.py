@@ -15,6 +15,15 @@ class ConfigurationError(PowerContextError):
     code = "configuration_error"
 
 
+def failure_summary(exc: BaseException) -> str:
+    """What a log line or a status may show of a failure: a ConfigurationError's own message
+    (ours, naming the setting or file to fix, as the CLI prints it), else the type only (a
+    provider's message can carry a URL or a key)."""
+    if isinstance(exc, ConfigurationError):
+        return f"{type(exc).__name__}: {exc}"
+    return type(exc).__name__
+
+
 class MemoryValidationError(PowerContextError, ValueError):
     """A request is well-formed JSON but violates a bound or rule."""
 

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 
 from powercontext.memory.backfill import count_pending
+from powercontext.memory.errors import failure_summary
 from powercontext.runtime import Runtime
 from powercontext.server.schemas import ReadinessCheck, ReadyResponse
 from powercontext.storage.sqlite import SqliteMemoryStore
@@ -132,8 +133,8 @@ class ReadinessProbe:
                     else f"{profile.profile_id} returned {len(vector)} dimensions, "
                     f"expected {profile.dimension}"
                 )
-            except Exception as exc:  # a provider failure of any kind: report its type only
-                ok, detail = False, f"{profile.profile_id} failed ({type(exc).__name__})"
+            except Exception as exc:  # a provider's message may hold a secret: type only
+                ok, detail = False, f"{profile.profile_id} failed ({failure_summary(exc)})"
             check = ReadinessCheck(ok=ok, detail=detail)
             ttl = self.model_ttl if ok else self.failure_ttl
             self._embedder = _Cached(check, time.monotonic() + ttl)

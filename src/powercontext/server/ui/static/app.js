@@ -234,7 +234,7 @@ async function showHistory(entryId) {
         );
       }),
     );
-    $("history-entry").textContent = "(entry " + entryId + ", " + history.versions.length + " versions)";
+    $("history-entry").textContent = "(entry " + entryId + ", " + history.versions.length + (history.versions.length === 1 ? " version)" : " versions)");
     // Below 900 px the panel stacks under a long entries table: bring it into view.
     $("history").scrollIntoView({ block: "start" });
     status("History of " + entryId + ".");
