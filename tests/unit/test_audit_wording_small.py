@@ -5,6 +5,7 @@ the right verb form."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -13,6 +14,7 @@ from powercontext.cli import app
 from powercontext.inference import pydantic_ai
 from powercontext.inference.embeddings.packaged_files import _missing_extra_error
 from powercontext.memory.errors import ConfigurationError
+from tests.unit.cli_local import local_env
 
 runner = CliRunner()
 BY_CLASS = "POWERCONTEXT_SERVER_RUNTIME_MEMORY_RERANK_CANDIDATE_LIMITS_BY_CLASS"
@@ -46,3 +48,19 @@ async def test_the_evaluation_path_names_its_own_option() -> None:
         await pydantic_ai.generate_text(
             "no-such-provider:model", system="s", prompt="p", timeout_seconds=5, max_requests=1
         )
+
+
+def test_search_batch_reads_a_file_with_a_bom(tmp_path: Path) -> None:
+    env = local_env(tmp_path)
+    wrote = runner.invoke(
+        app, ["memory", "remember", "We deploy on Fridays.", "-s", "p", "--local"], env=env
+    )
+    assert wrote.exit_code == 0, wrote.output
+    queries = tmp_path / "q.txt"
+    queries.write_bytes("\ufeffdeploy\nfridays\n".encode())
+    result = runner.invoke(
+        app, ["memory", "search-batch", str(queries), "-s", "p", "--local", "--json"], env=env
+    )
+    assert result.exit_code == 0, result.output
+    pages = json.loads(result.stdout)["pages"]
+    assert [page["query"] for page in pages] == ["deploy", "fridays"]

@@ -142,6 +142,8 @@ def read_queries(source: str) -> list[str]:
             text = Path(source).read_text(encoding="utf-8")
         except OSError as exc:
             raise MemoryValidationError(f"cannot read {source}: {exc.strerror}") from exc
+    # A BOM (Windows editors write one) is no part of the first query; strip() keeps it.
+    text = text.removeprefix("\ufeff")
     queries = [line.strip() for line in text.splitlines() if line.strip()]
     if not queries:
         raise MemoryValidationError("no queries: give one query per line")
