@@ -35,6 +35,7 @@ class _StalledEmbedder(FakeEmbedder):
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
 
+
 RETRY = "the background backfill is filling them: retry shortly"
 REINDEX = "run `powercontext reindex`"
 
