@@ -6,18 +6,17 @@ included) whatever the limit."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from powercontext import ServerSettings, open_runtime
-from powercontext.config import DatabaseConfig, InferenceConfig, RuntimeConfig
+from powercontext import open_runtime
 from powercontext.memory import SearchMemoryRequest
 from powercontext.server import create_app
 from tests.http.conftest import Served
 from tests.http.live import live_server
+from tests.runtime_settings import sqlite_file_settings
 
 SCOPE = "consistency"
 TIES = "ties"
@@ -78,18 +77,10 @@ BAD_FILTERS: list[tuple[dict[str, Any], list[str]]] = [
 ]
 
 
-def _settings(db: Path) -> ServerSettings:
-    return ServerSettings(
-        database=DatabaseConfig(url=f"sqlite:///{db}"),
-        inference=InferenceConfig(embedding_model="hash"),
-        runtime=RuntimeConfig(vector_backfill_interval_seconds=0),
-    )
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     db = tmp_path_factory.mktemp("audit-consistency") / "memory.db"
-    with live_server(create_app(_settings(db))) as server:
+    with live_server(create_app(sqlite_file_settings(db))) as server:
         with httpx.Client(base_url=server.url, timeout=30) as client:
             for scope, entries in (
                 (SCOPE, ENTRIES),
@@ -205,7 +196,7 @@ QUERIES = ["plan", "deploy staging", "release notes", "budget", "plan review k3s
 async def test_http_and_in_process_give_the_same_hits_in_the_same_order(
     served: Served,
 ) -> None:
-    async with open_runtime(_settings(served.db_path)) as runtime:
+    async with open_runtime(sqlite_file_settings(served.db_path)) as runtime:
         memory = runtime.memory.for_scope(SCOPE)
         with httpx.Client(base_url=served.url, timeout=30) as client:
             for query in QUERIES:

@@ -5,20 +5,19 @@ runtime gives in process, in a single search and in a batch; one over it is stil
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from powercontext import ServerSettings, open_runtime
-from powercontext.config import DatabaseConfig, InferenceConfig, RuntimeConfig
+from powercontext import open_runtime
 from powercontext.memory import MemorySearchPage, SearchMemoryRequest
 from powercontext.memory.values import MAX_QUERY_BYTES, MAX_TEXT_BYTES
 from powercontext.server import create_app
 from powercontext.server.search_schemas import BatchSearchItem, SearchRequest
 from tests.http.conftest import Served
 from tests.http.live import live_server
+from tests.runtime_settings import sqlite_file_settings
 
 SCOPE = "padded"
 # At the limit once stripped (8192 bytes), over it in characters before.
@@ -26,18 +25,10 @@ CORE = "alpha " + "z" * (MAX_QUERY_BYTES - len("alpha "))
 PADDED = ["  " + CORE + "\n\t", "\u3000" * 40 + CORE, CORE + " " * 1000]
 
 
-def _settings(db: Path) -> ServerSettings:
-    return ServerSettings(
-        database=DatabaseConfig(url=f"sqlite:///{db}"),
-        inference=InferenceConfig(embedding_model="hash"),
-        runtime=RuntimeConfig(vector_backfill_interval_seconds=0),
-    )
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     db = tmp_path_factory.mktemp("audit-small-query") / "memory.db"
-    with live_server(create_app(_settings(db))) as server:
+    with live_server(create_app(sqlite_file_settings(db))) as server:
         with httpx.Client(base_url=server.url, timeout=30) as client:
             entries = [{"text": "alpha beta"}, {"text": "gamma delta"}]
             written = client.post(
@@ -57,7 +48,7 @@ def _local_hits(page: MemorySearchPage) -> list[tuple[str, float, list[str]]]:
 
 async def test_a_padded_query_within_the_limit_gets_the_in_process_page(served: Served) -> None:
     assert all(len(query) > MAX_QUERY_BYTES for query in PADDED)
-    async with open_runtime(_settings(served.db_path)) as runtime:
+    async with open_runtime(sqlite_file_settings(served.db_path)) as runtime:
         memory = runtime.memory.for_scope(SCOPE)
         with served.client() as client:
             for query in PADDED:
