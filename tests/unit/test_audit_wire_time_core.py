@@ -39,6 +39,7 @@ def test_the_cli_refuses_a_number_in_occurred_at_and_filter(tmp_path: Path) -> N
         app, ["memory", "remember", "x", "-s", "p", "--occurred-at", "20240101", "--local"], env=env
     )
     assert wrote.exit_code != 0 and "ISO 8601" in wrote.output, wrote.output
+    assert "error validation_error: --occurred-at: " in wrote.output  # the option typed
     listed = runner.invoke(
         app,
         ["memory", "list", "-s", "p", "--local", "--filter", json.dumps({"created_after": 0})],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 import typer
@@ -18,7 +18,9 @@ _KEY_HINT = "pass --api-key or set POWERCONTEXT_CLIENT_API_KEY"
 
 
 @contextmanager
-def fail_on_errors() -> Iterator[None]:
+def fail_on_errors(options: Mapping[str, str] | None = None) -> Iterator[None]:
+    """`options`: the command's option for a request field (`occurred_at` -> `--occurred-at`),
+    so a validation error names what the user typed, not the model's field."""
     try:
         yield
     except ConfigurationError as exc:
@@ -35,7 +37,10 @@ def fail_on_errors() -> Iterator[None]:
         raise typer.Exit(EXIT_FAILURE) from exc
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "input"
+        loc = [str(part) for part in first["loc"]]
+        if loc and options and loc[0] in options:
+            loc[0] = options[loc[0]]
+        where = ".".join(loc) or "input"
         print_error("validation_error", f"{where}: {first['msg']}")
         raise typer.Exit(EXIT_FAILURE) from exc
     except UnicodeDecodeError as exc:

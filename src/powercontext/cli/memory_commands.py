@@ -56,6 +56,21 @@ _GET_EXAMPLES = """Examples:
   powercontext memory get 6f1c... -s project --revision 2  # an entry id"""
 
 
+# The request fields `remember` takes from options: an error names the option typed.
+_REMEMBER_OPTIONS = {
+    name: "--" + name.replace("_", "-")
+    for name in (
+        "kind",
+        "metadata",
+        "expected_revision",
+        "reason",
+        "thread",
+        "occurred_at",
+        "idempotency_key",
+    )
+}
+
+
 @app.command(epilog=_REMEMBER_EXAMPLES)
 @memory_command
 def remember(
@@ -72,7 +87,7 @@ def remember(
     connection: Connection,
 ) -> None:
     """Remember one entry."""
-    with fail_on_errors():
+    with fail_on_errors(_REMEMBER_OPTIONS):
         # model_validate parses --occurred-at exactly as the HTTP API does.
         request = RememberMemoryRequest.model_validate(
             {
