@@ -113,5 +113,6 @@ def create_app(
         body_read_timeout_seconds=settings.http.body_read_timeout_seconds,
         gate=RequestGate(state.authority, bind_host=settings.http.host),
         streaming_paths=STREAMING_PATHS,
+        routes=app.router.routes,  # the same list: routes added later are matched too
     )
     return app

@@ -15,9 +15,11 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.requests import ClientDisconnect
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from powercontext.config import BODY_READ_TIMEOUT_SECONDS
@@ -53,10 +55,19 @@ def request_id_of(scope: Scope) -> str:
     return uuid.uuid4().hex
 
 
-def route_of(scope: Scope) -> str:
-    route = scope.get("route")
-    path = getattr(route, "path", None)
-    return path if isinstance(path, str) else UNMATCHED_ROUTE
+def route_of(scope: Scope, routes: Sequence[BaseRoute] = ()) -> str:
+    """The route template of a request, for logs and metrics. A request answered before
+    routing (refused by the gate, a body over the limit) has none in its scope: it is matched
+    against `routes` by path, so a dashboard still counts a 401 or 413 per route; a path no
+    route has stays `unmatched` (never the raw path: ids would make a series each)."""
+    path = getattr(scope.get("route"), "path", None)
+    if isinstance(path, str):
+        return path
+    for route in routes:
+        found = getattr(route, "path", None)
+        if isinstance(found, str) and route.matches(scope)[0] is not Match.NONE:
+            return found
+    return UNMATCHED_ROUTE
 
 
 class _TooLarge(Exception):
@@ -80,8 +91,10 @@ class RequestContextMiddleware:
         gate: RequestGate | None = None,
         streaming_paths: frozenset[str] = frozenset(),
         body_read_timeout_seconds: float = BODY_READ_TIMEOUT_SECONDS,
+        routes: Sequence[BaseRoute] = (),
     ) -> None:
         self.app = app
+        self.routes = routes
         # Their routes read the body as a stream and bound it themselves (e.g. per line).
         self.streaming_paths = streaming_paths
         self.metrics = metrics
@@ -170,7 +183,7 @@ class RequestContextMiddleware:
                 )
         finally:
             seconds = time.perf_counter() - started
-            route = route_of(scope)
+            route = route_of(scope, self.routes)
             method = str(scope.get("method", ""))
             self.metrics.observe_request(route, method, status, seconds)
             access_log.info(
