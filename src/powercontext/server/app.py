@@ -13,7 +13,7 @@ from powercontext.config import ServerSettings
 from powercontext.memory.service import SearchObserver
 from powercontext.runtime import Runtime, open_runtime
 from powercontext.server.auth import ApiKeyAuthority
-from powercontext.server.capability import log_search_capability
+from powercontext.server.capability import announced_capability
 from powercontext.server.contract import DESCRIPTION, TITLE, generate_openapi, load_contract
 from powercontext.server.direct import DirectJsonCalls
 from powercontext.server.docs_page import docs_router
@@ -76,10 +76,10 @@ def create_app(
         async with factory(settings, state.metrics.observe_search) as runtime, mcp_tools.running():
             state.runtime = runtime
             state.readiness = probe = ReadinessProbe(runtime)
-            log_search_capability(runtime)
             state.metrics.track_vectors_pending(probe.vectors_pending)
             try:
-                yield
+                async with announced_capability(runtime):
+                    yield
             finally:
                 state.runtime = None
                 state.readiness = None

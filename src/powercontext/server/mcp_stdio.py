@@ -18,7 +18,7 @@ from powercontext.config import ServerSettings
 from powercontext.memory.errors import UnauthorizedError
 from powercontext.runtime import open_runtime
 from powercontext.server.auth import ApiKeyAuthority
-from powercontext.server.capability import log_search_capability
+from powercontext.server.capability import announced_capability
 from powercontext.server.logs import configure_logging
 from powercontext.server.mcp import McpTools, envelope_problem, jsonrpc_error, surrogate_error
 from powercontext.server.metrics import ServerMetrics
@@ -45,8 +45,8 @@ async def _serve(settings: ServerSettings, authority: ApiKeyAuthority, api_key: 
     state = ServerState(authority=authority, metrics=ServerMetrics())
     async with open_runtime(settings) as runtime:
         state.runtime = runtime
-        log_search_capability(runtime)
-        await serve_stdio(McpTools(state, settings, stdio_api_key=api_key))
+        async with announced_capability(runtime):
+            await serve_stdio(McpTools(state, settings, stdio_api_key=api_key))
 
 
 log = logging.getLogger("powercontext.mcp")
