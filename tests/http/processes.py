@@ -40,7 +40,11 @@ def wait_until_healthy(
 
 def start_server(env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str], str]:
     """`powercontext server run` on a free port with this environment (stderr piped, as text);
-    returns the process and its base URL. The caller waits for health and stops it."""
+    returns the process and its base URL. The caller waits for health and stops it.
+
+    Nothing reads the pipe meanwhile, and the server logs every request to it: a test that
+    sends more than a few hundred requests must read it as it goes (or start the server with
+    its log going to a file), or the full pipe blocks the server."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "powercontext.cli", "server", "run", "--port", str(port), *args],

@@ -92,7 +92,7 @@ async def test_a_changed_setting_is_reported_stale_and_the_rebuild_equals_a_fres
         assert await rt.memory.profiles.is_stale("chat")  # what the inspector shows
         ready = await ReadinessProbe(rt).check()
         assert ready.status == "ready"
-        assert "1 scopes indexed under an older profile" in ready.checks["index_profile"].detail
+        assert "1 scope indexed under an older profile" in ready.checks["index_profile"].detail
         with caplog.at_level(logging.WARNING, logger="powercontext.memory"):
             before = await ranked(memory)  # searchable on the old index, in every mode
         assert before["lake canoe", "fts"] and before["lake canoe", "hybrid"]

@@ -35,5 +35,5 @@ def test_search_reports_a_stale_index_profile(tmp_path: Path) -> None:
         assert [hit["text"] for hit in stale["hits"]] == ["tomato seedlings"]  # still searchable
         ready = http.get("/v1/ready").json()
         assert (
-            "1 scopes indexed under an older profile" in ready["checks"]["index_profile"]["detail"]
+            "1 scope indexed under an older profile" in ready["checks"]["index_profile"]["detail"]
         )

@@ -154,7 +154,8 @@ class ReadinessProbe:
             )
         return ReadinessCheck(
             ok=True,
-            detail=f"{len(stale)} scopes indexed under an older profile (searchable); run "
+            detail=f"{len(stale)} {'scope' if len(stale) == 1 else 'scopes'} indexed under an "
+            "older profile (searchable); run "
             "`powercontext reindex --rebuild`",
         )
 
