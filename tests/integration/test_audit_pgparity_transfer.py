@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -18,8 +16,7 @@ import pytest
 from powercontext import open_runtime
 from powercontext.memory import RememberMemoryRequest
 from powercontext.memory.transfer import FORMAT
-from tests.integration.test_audit_pgparity_times import SENT, database_urls, settings
-from tests.integration.test_audit_reindex_cli import _env
+from tests.integration.test_audit_pgparity_times import SENT, _cli, database_urls, settings
 
 pytestmark = pytest.mark.postgres
 
@@ -48,17 +45,6 @@ def databases(workdir: Path) -> dict[str, str]:
 @pytest.fixture
 def scope() -> str:
     return f"s-{uuid.uuid4().hex[:10]}"
-
-
-def _cli(url: str, *args: str) -> tuple[int, str, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "powercontext.cli", "memory", *args, "--local"],
-        env=_env(url, POWERCONTEXT_SERVER_INFERENCE_EMBEDDING_MODEL="none"),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    return done.returncode, done.stdout, done.stderr
 
 
 def _ok(url: str, *args: str) -> str:

@@ -59,4 +59,4 @@ def test_rebuild_reindexes_every_entry_and_clears_the_stale_profile(tmp_path: Pa
         ["memory", "remember", "x", "--scope", "a", "--local", "--occurred-at", "soon"],
         env=env,
     )
-    assert bad.exit_code != 0 and "occurred_at" in bad.output + bad.stderr
+    assert bad.exit_code != 0 and "--occurred-at" in bad.output + bad.stderr
