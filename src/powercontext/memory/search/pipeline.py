@@ -125,6 +125,9 @@ class SearchPipeline:
         missing = 0
         if head is not None and profile is not None and any(r.mode != "fts" for r in requests):
             missing = await store.missing_vector_count(scope_id, head, profile.profile_id)
+        # Only a refusal for missing vectors reads the backfill's state: once per call.
+        backfilling = bool(missing) and filling(self._service)
+        failure = backfill_failure(self._service) if backfilling else None
         modes: list[ResolvedMode] = []
         for i, r in enumerate(requests):
             try:
@@ -134,8 +137,8 @@ class SearchPipeline:
                         has_embedder=embedder is not None,
                         missing_vectors=missing,
                         profile_id=profile.profile_id if profile else None,
-                        backfilling=filling(self._service),
-                        backfill_failure=backfill_failure(self._service),
+                        backfilling=backfilling,
+                        backfill_failure=failure,
                     )
                 )
             except CapabilityNotSupportedError as exc:
