@@ -19,11 +19,16 @@ from powercontext.cli.help_format import adjust_help
 
 adjust_help()
 
+# Click passes the help option names down to every sub-command's context, so `-h` set on the
+# root answers everywhere (`powercontext db -h`), as in `llm` and `sqlite-utils`.
+HELP_OPTION_NAMES = ["-h", "--help"]
+
 app = typer.Typer(
     name="powercontext",
     help="PowerContext: durable, revisioned Memory for AI agents.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": HELP_OPTION_NAMES},
 )
 app.add_typer(server_commands.app, name="server")
 app.add_typer(memory_commands.app, name="memory")

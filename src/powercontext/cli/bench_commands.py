@@ -37,7 +37,13 @@ def locomo(ctx: typer.Context) -> None:
     if isinstance(command, click.Group):
         args = ["locomo", *args]
     try:
-        command.main(args=args, prog_name="powercontext bench locomo", standalone_mode=True)
+        # A fresh root context: it takes `-h` from ours, as every other command does.
+        command.main(
+            args=args,
+            prog_name="powercontext bench locomo",
+            standalone_mode=True,
+            help_option_names=ctx.help_option_names,
+        )
     except OSError as exc:
         # An --out or --data path the harness cannot create or write (a traceback before).
         where = f"{exc.filename}: " if exc.filename else ""

@@ -39,6 +39,7 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -47,6 +48,7 @@ from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
 from powercontext.config import ServerSettings
+from powercontext.config.secrets import mask_url
 from powercontext.memory.errors import ConfigurationError, PowerContextError
 from powercontext.memory.service import SearchObserver
 from powercontext.runtime import Runtime, open_runtime
@@ -54,6 +56,7 @@ from powercontext.server.app import create_app
 from powercontext.server.auth import ApiKeyAuthority, check_bind_safety
 from powercontext.server.logs import configure_logging
 from powercontext.server.metrics import MULTIPROCESS_DIRECTORY
+from powercontext.storage import sqlite_path
 
 GRACEFUL_SHUTDOWN_SECONDS = 10
 _HOST_VARIABLE = "POWERCONTEXT_SERVER_HTTP_HOST"
@@ -154,6 +157,7 @@ def _serve_workers(settings: ServerSettings, workers: int) -> None:
 
 def _run_workers(settings: ServerSettings, workers: int, sock: socket.socket) -> None:
     asyncio.run(_check_opens(settings))
+    _log.info(database_line(settings.database.resolved_url()))  # once, not once per worker
     # Workers read their settings from the environment: carry the command line's bind there
     # (the port bound, which --port 0 left to the kernel).
     os.environ["POWERCONTEXT_SERVER_HTTP_HOST"] = settings.http.host
@@ -292,6 +296,18 @@ class _Server(uvicorn.Server):
                 captured.clear()
 
 
+def database_line(url: str) -> str:
+    """The store a server opened, for its startup log: the SQLite file as an absolute path (a
+    relative URL is relative to where the server started), or the PostgreSQL URL without its
+    password. `config show` prints the setting; this is what the running server uses."""
+    if url.startswith("sqlite:///"):
+        path = sqlite_path(url)
+        if path == ":memory:":
+            return "database SQLite in memory: everything stored is lost when the server stops"
+        return f"database SQLite {os.path.abspath(Path(path).expanduser())}"
+    return f"database PostgreSQL {mask_url(url)}"
+
+
 async def _check_opens(settings: ServerSettings) -> None:
     async with open_runtime(settings):
         pass
@@ -308,5 +324,6 @@ async def _serve(settings: ServerSettings) -> None:
     observer = app.state.powercontext.metrics.observe_search
     async with open_runtime(settings, search_observer=observer) as runtime:
         opened.append(runtime)
+        _log.info(database_line(settings.database.resolved_url()))
         config = uvicorn.Config(app, **_uvicorn_options(settings))
         await _Server(config).serve()
