@@ -6,6 +6,8 @@ version, at every revision. What stays is history without content: the scope's r
 change log (ids only; the reasons of the erased entries' changes are cleared, since free text
 may quote them), a `forget` change per erased version naming the actor, and a tombstone per
 version, so that a citation of it answers `erased` (ErasedError, HTTP 410), never the text.
+The keyed writes that touched an erased entry keep their idempotency key but lose their body
+hash (memory.idempotency): a retry of one answers `erased` whatever its body.
 
 Derived data of other entries can hold erased words too: with contextual indexing an entry's
 tokens and vector include its neighbours' text. After the erasure, the active versions of
@@ -26,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from powercontext.memory.commit import COMMIT_RETRY_SECONDS
 from powercontext.memory.errors import NotFoundError, RevisionConflictError
-from powercontext.memory.idempotency import check_body, claim_for
+from powercontext.memory.idempotency import check_body, claim_for, raise_if_body_erased
 from powercontext.memory.indexing.rebuild import rederive
 from powercontext.memory.indexing.threads import index_sequences, sequence_key
 from powercontext.memory.models import MemoryRef
@@ -107,6 +109,7 @@ async def forget(
                 recorded := await store.idempotent_write(scope_id, claim.key)
             ):
                 check_body(claim, recorded)
+                await raise_if_body_erased(store, scope_id, recorded)  # a write's key, erased
                 return await _recorded_result(service, scope_id, recorded)
             head = await store.head(scope_id)
             if head is None:

@@ -3,6 +3,12 @@
 The key and a hash of the write's body are recorded in the commit's own transaction (see
 MemoryStore.commit), so a write that committed after its client gave up is found by the retry
 instead of being written again. The same key with another body is refused (409).
+
+An erasure (`forget`) blanks the body hash of every keyed write that touched an erased entry
+(its add, revise, retire or reactivate, and the whole batch it was written in): the hash of
+erased text would confirm a guess of it. Such a key answers any retry, whatever its body, with
+ErasedError (410), never 409 (which would tell a guessed body from another) and never a new
+write of the text.
 """
 
 from __future__ import annotations
@@ -16,10 +22,19 @@ from pydantic import BaseModel
 from powercontext.memory.entries import entry_from_stored
 from powercontext.memory.errors import IdempotencyConflictError, MemoryValidationError
 from powercontext.memory.models import MemoryRef, MemoryWriteResult
-from powercontext.memory.ports import IdempotencyClaim, IdempotentWrite, MemoryStore
-from powercontext.memory.tombstones import raise_if_version_erased
+from powercontext.memory.ports import (
+    IdempotencyClaim,
+    IdempotentWrite,
+    MemoryStore,
+    TombstoneQuery,
+)
+from powercontext.memory.tombstones import erased_error, raise_if_version_erased
 
 _NOT_HASHED = {"idempotency_key"}
+
+ERASED_BODY_HASH = "erased"
+"""The body hash an erasure leaves on the keyed writes that touched what it erased: not hex,
+so no claim's SHA-256 matches it (check_body lets it through to `raise_if_body_erased`)."""
 
 
 def claim_for(op: str, requests: Sequence[BaseModel]) -> IdempotencyClaim | None:
@@ -36,7 +51,7 @@ def claim_for(op: str, requests: Sequence[BaseModel]) -> IdempotencyClaim | None
 
 
 def check_body(claim: IdempotencyClaim, recorded: IdempotentWrite) -> None:
-    if recorded.body_hash != claim.body_hash:
+    if recorded.body_hash not in (claim.body_hash, ERASED_BODY_HASH):
         raise IdempotencyConflictError(
             "this idempotency_key was used by another write with a different body"
         )
@@ -50,6 +65,7 @@ async def replay(
     `vectors_pending` is today's count (at most the batch size), not the original one. When a
     version it wrote was erased since (`forget`), the original result cannot be given back:
     ErasedError (410), as for a citation of that version, never a shorter result."""
+    await raise_if_body_erased(store, scope_id, recorded)
     stored = await store.fetch_versions(scope_id, recorded.keys)
     if len(stored) < len(set(recorded.keys)):
         await raise_if_erased(
@@ -79,3 +95,28 @@ async def raise_if_erased(
             continue
         if change.entry_version_id not in found:
             await raise_if_version_erased(store, scope_id, change.entry_version_id)
+
+
+async def raise_if_body_erased(
+    store: MemoryStore, scope_id: str, recorded: IdempotentWrite
+) -> None:
+    """ErasedError for a recorded write whose body hash an erasure blanked, naming the first
+    erased version among its changes (any retry body: the hash to compare with is gone)."""
+    if recorded.body_hash != ERASED_BODY_HASH:
+        return
+    changes = await store.changes(scope_id, recorded.revision - 1, limit=len(recorded.keys) + 1)
+    own = [c for c in changes if c.revision == recorded.revision and c.op != "forget"]
+    entry_ids = tuple(dict.fromkeys(c.entry_id for c in own))
+    found = await store.tombstones(TombstoneQuery(scope_id, entry_ids=entry_ids))
+    # A retire's change names the version it retired: erased with its entry, like the rest.
+    by_version = {t.entry_version_id: t for t in found}
+    for change in own:
+        if (tombstone := by_version.get(change.entry_version_id)) is not None:
+            raise erased_error(tombstone, version_cited=True)
+    if found:
+        raise erased_error(found[0], version_cited=False)
+    # Only a database edited by hand gets here (an erasure writes its tombstones in the
+    # transaction that blanks the hash); the key stays unusable, whatever the body.
+    raise IdempotencyConflictError(
+        "this idempotency_key was used by a write whose entries were erased"
+    )

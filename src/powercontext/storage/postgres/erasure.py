@@ -4,14 +4,16 @@
 head, deletes the versions' vectors and rows (their tsvector goes with the row), lowers the
 term statistics by what the erased active versions held and drops terms no version holds
 any more (a term is a word of the text), then records a tombstone and a `forget` change per
-version and clears the reasons of their older changes.
+version, clears the reasons of their older changes and blanks the body hashes of the keyed
+writes that touched the erased entries.
 
 A DELETE makes rows invisible; their bytes stay in the table and index pages (and in WAL
 segments, archives and backups) until VACUUM reclaims the space and the pages are rewritten.
 PowerContext does not vacuum by itself (a plain VACUUM of a large table is heavy and autovacuum
 usually follows soon); docs/postgres.md gives the guidance: `VACUUM` the tables
-`entry_versions`, `entry_vectors`, `term_stats` and `changes` after an erasure, `VACUUM FULL`
-(exclusive lock) to rewrite the files, and expire WAL archives and backups per policy.
+`entry_versions`, `entry_vectors`, `term_stats`, `changes` and `idempotency_keys` after an
+erasure, `VACUUM FULL` (exclusive lock) to rewrite the files, and expire WAL archives and
+backups per policy.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Sequence
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 
+from powercontext.memory.idempotency import ERASED_BODY_HASH
 from powercontext.memory.ports import (
     NOTHING_ERASED,
     ErasureRequest,
@@ -117,9 +120,19 @@ async def erase(conn: AsyncConnection[TupleRow], request: ErasureRequest) -> Era
         await _update_statistics(conn, scope_id, Lengths(lost, -own, -context), remaining)
         # A term row names a word: one that no version holds any more goes with the text.
         await conn.execute("DELETE FROM term_stats WHERE scope_id = %s AND df <= 0", (scope_id,))
+        erased_entries = sorted({r[1] for r in doomed})
         await conn.execute(
             "UPDATE changes SET reason = NULL WHERE scope_id = %s AND entry_id = ANY(%s::text[])",
-            (scope_id, sorted({r[1] for r in doomed})),
+            (scope_id, erased_entries),
+        )
+        # The keyed writes (whole batches) whose changes touched an erased entry lose their
+        # body hash: a hash of the erased text confirms a guess of it. Earlier erasures' keys
+        # hash ids only.
+        await conn.execute(
+            "UPDATE idempotency_keys SET body_hash = %s WHERE scope_id = %s AND revision IN "
+            "(SELECT revision FROM changes WHERE scope_id = %s AND op <> 'forget' "
+            "AND entry_id = ANY(%s::text[]))",
+            (ERASED_BODY_HASH, scope_id, scope_id, erased_entries),
         )
         for sql, rows in erasure_records(request, doomed, revision, erased_at, "postgres"):
             await conn.cursor().executemany(sql, rows)

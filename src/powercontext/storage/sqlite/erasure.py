@@ -2,7 +2,8 @@
 
 `erase` runs in the writer's BEGIN IMMEDIATE transaction: the same compare-and-swap on the
 head as a commit, then DELETEs of the versions' vectors, FTS rows, token rewrites and rows,
-a tombstone and a `forget` change per version, and cleared reasons on their older changes.
+a tombstone and a `forget` change per version, cleared reasons on their older changes, and
+blanked body hashes on the idempotency keys of the writes that touched the erased entries.
 
 Deleted is not yet gone from the disk. Three things make it so:
 - every connection runs with `PRAGMA secure_delete = ON`, so SQLite zeroes freed cells and
@@ -26,6 +27,7 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
+from powercontext.memory.idempotency import ERASED_BODY_HASH
 from powercontext.memory.ports import (
     NOTHING_ERASED,
     ErasureRequest,
@@ -112,6 +114,9 @@ def erase(conn: sqlite3.Connection, request: ErasureRequest, now: datetime) -> E
             f"UPDATE changes SET reason = NULL WHERE scope_id = ? AND entry_id IN ({marks})",
             (scope_id, *part),
         )
+        conn.execute(
+            FORGET_WRITE_BODIES.format(marks=marks), (ERASED_BODY_HASH, scope_id, scope_id, *part)
+        )
     for sql, rows in erasure_records(request, doomed, revision, created_at, "sqlite"):
         conn.executemany(sql, rows)
     # Merged in the erasing transaction, not only by the later `scrub`: a process killed
@@ -119,6 +124,15 @@ def erase(conn: sqlite3.Connection, request: ErasureRequest, now: datetime) -> E
     # own optimize then costs nothing unless neighbours' tokens were rewritten meanwhile.
     optimize_fulltext(conn)
     return ErasureResult(revision=revision, erased=tuple(erased_version(r) for r in doomed))
+
+
+# The keyed writes (whole batches) whose changes touched an erased entry lose their body hash:
+# a hash of the erased text confirms a guess of it. Earlier erasures' keys hash ids only.
+FORGET_WRITE_BODIES = (
+    "UPDATE idempotency_keys SET body_hash = ? WHERE scope_id = ? AND revision IN "
+    "(SELECT revision FROM changes WHERE scope_id = ? AND op <> 'forget' "
+    "AND entry_id IN ({marks}))"
+)
 
 
 def _delete(conn: sqlite3.Connection, scope_id: str, keys: list[int]) -> None:
