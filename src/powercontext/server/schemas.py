@@ -218,7 +218,9 @@ def _reason_field() -> Any:
 _IDEMPOTENCY = (
     "A client-chosen key (1-256 chars, no NUL), recorded in the write's own transaction. A "
     "retry with the same key and body returns the original result and writes nothing; the "
-    "same key with another body answers 409 idempotency_conflict. Keys are per scope."
+    "same key with another body answers 409 idempotency_conflict. Once an entry the write "
+    "made or changed is forgotten, any retry with the key answers 410 erased. Keys are per "
+    "scope."
 )
 WireIdempotencyKey = Annotated[IdempotencyKey, _non_blank_schema()]
 
