@@ -8,6 +8,7 @@ a writer who read an older one would otherwise overwrite a change it never saw.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -18,9 +19,11 @@ from powercontext.memory.errors import (
     MemoryValidationError,
     NotFoundError,
     RevisionConflictError,
+    failure_summary,
 )
 from powercontext.memory.idempotency import claim_for, replay
 from powercontext.memory.indexing.context import IndexSource, fts_tokens
+from powercontext.memory.indexing.removals import rederive_around
 from powercontext.memory.indexing.threads import WriteIndex, source_of
 from powercontext.memory.models import (
     MemoryCitation,
@@ -42,6 +45,8 @@ from powercontext.memory.search.config import SearchConfig
 
 if TYPE_CHECKING:
     from powercontext.memory.service import MemoryService
+
+log = logging.getLogger("powercontext.memory")
 
 
 def new_version(
@@ -135,10 +140,13 @@ async def _cited_latest(
 async def revise(
     service: MemoryService, scope_id: str, request: ReviseMemoryRequest
 ) -> MemoryWriteResult:
+    cited: list[StoredVersion] = []
+
     async def plan() -> list[PlannedChange]:
         current = await _cited_latest(service, scope_id, request.citation)
         if current.removed_revision is not None:
             raise NotFoundError(f"entry {current.entry_id!r} is retired; reactivate it first")
+        cited[:] = [current]
         new = new_version(
             service.config,
             current.entry_id,
@@ -160,16 +168,19 @@ async def revise(
             )
         ]
 
-    return await _write_one(service, scope_id, request, plan)
+    return await _write_one(service, scope_id, request, plan, lambda: cited)
 
 
 async def retire(
     service: MemoryService, scope_id: str, request: RetireMemoryRequest
 ) -> MemoryWriteResult:
+    cited: list[StoredVersion] = []
+
     async def plan() -> list[PlannedChange]:
         current = await _cited_latest(service, scope_id, request.citation)
         if current.removed_revision is not None:
             raise NotFoundError(f"entry {current.entry_id!r} is already retired")
+        cited[:] = [current]
         return [
             PlannedChange(
                 op="retire",
@@ -178,7 +189,7 @@ async def retire(
             )
         ]
 
-    return await _write_one(service, scope_id, request, plan)
+    return await _write_one(service, scope_id, request, plan, lambda: cited)
 
 
 async def reactivate(
@@ -201,9 +212,12 @@ async def write_planned(
     plan: Planner,
     claim: IdempotencyClaim | None,
     planned: Callable[[], WriteIndex] | None = None,
+    removed: Callable[[], Sequence[StoredVersion]] | None = None,
 ) -> MemoryWriteResult:
     """Commit `plan`, then index what it wrote. `planned` gives the thread or batch index the
-    plan built, whose neighbours the new versions change; without it they change no other."""
+    plan built, whose neighbours the new versions change; without it they change no other.
+    `removed` gives the versions the plan took out of their sequence (retire, revise), whose
+    former neighbours are re-derived."""
     store = service.store
     committed = await commit_planned(
         store, service.lock_of(scope_id), scope_id, expected, plan, claim
@@ -219,6 +233,8 @@ async def write_planned(
         await service.threads.rewrite_neighbours(scope_id, index)
         new = list(zip(keys, index.embeddings, strict=True))
         pending = await service.indexer.embed_items(scope_id, new, index.re_embed)
+    if removed is not None:
+        await _close_gaps(service, scope_id, removed())
     stored = await store.fetch_versions(scope_id, keys)
     entries = tuple(entry_from_stored(scope_id, revision, stored[key]) for key in keys)
     return MemoryWriteResult(
@@ -233,7 +249,26 @@ async def _write_one(
     scope_id: str,
     request: ReviseMemoryRequest | RetireMemoryRequest | ReactivateMemoryRequest,
     plan: Planner,
+    removed: Callable[[], Sequence[StoredVersion]] | None = None,
 ) -> MemoryWriteResult:
     """A single-entry write: its own compare-and-swap and idempotency claim, no batch index."""
     claim = claim_for(type(request).__name__, [request])
-    return await write_planned(service, scope_id, request.expected_revision, plan, claim)
+    return await write_planned(
+        service, scope_id, request.expected_revision, plan, claim, removed=removed
+    )
+
+
+async def _close_gaps(
+    service: MemoryService, scope_id: str, removed: Sequence[StoredVersion]
+) -> None:
+    """The former neighbours of `removed`: derived data, so a failure leaves the write standing
+    (their index keeps the removed words until `reindex --rebuild`)."""
+    config = service.config
+    try:
+        await rederive_around(service.indexer, config.index, config.analyzer, scope_id, removed)
+    except Exception as exc:
+        log.warning(
+            "re-deriving the neighbours of %d removed versions failed after commit (%s)",
+            len(removed),
+            failure_summary(exc),
+        )

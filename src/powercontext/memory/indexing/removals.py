@@ -1,0 +1,159 @@
+"""What a version leaving its sequence changes in the index: its former neighbours.
+
+A retire, or a revise (whose new version is indexed alone, at the end of the key order), takes
+an entry's first version out of its thread's write order. The entries whose window held it
+now have other neighbours: the window closes over the gap, as `reindex --rebuild` (which
+indexes the versions active at the head) would derive it. Only those entries are re-derived,
+their tokens rewritten and vectors re-embedded in place: derived data, so no revision is made,
+and the removed version keeps its own index (as-of search still finds it by its words).
+
+A reactivate needs nothing here: its new version is indexed alone and is nobody's neighbour,
+the same as a rebuild treats it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from powercontext.memory.filters import MemoryFilter
+from powercontext.memory.indexing.context import (
+    IndexTextConfig,
+    embedding_inputs,
+    fts_tokens,
+    neighbourhoods,
+)
+from powercontext.memory.indexing.threads import EmbeddingItem, sequence_key, source_of
+from powercontext.memory.indexing.vectors import VectorIndexer, catch_up
+from powercontext.memory.ports import StoredVersion, VersionPage
+from powercontext.memory.search.analyze import AnalyzerConfig
+
+Window = tuple[tuple[int, ...], tuple[int, ...]]
+Derived = dict[int, tuple[str, tuple[str, ...]]]
+"""key -> (tokens, embedding inputs) written for it."""
+_PAGE = 1024
+
+
+def had_neighbours(version: StoredVersion, index: IndexTextConfig) -> bool:
+    """Whether the version was indexed within a sequence and so sat in other entries' windows:
+    a thread's first version, or a thread-less one when a metadata key groups its batch."""
+    if not index.contextual or not (index.context_fts or index.context_vector):
+        return False
+    if version.thread is not None:
+        return version.version == 1
+    return index.context_group_key is not None
+
+
+def windows(sequence: Sequence[StoredVersion], index: IndexTextConfig) -> dict[int, Window]:
+    """Each version's neighbours (before, after), by key."""
+    hoods = neighbourhoods([source_of(version) for version in sequence], index)
+    return {
+        version.key: (
+            tuple(sequence[i].key for i in before),
+            tuple(sequence[i].key for i in after),
+        )
+        for version, (before, after) in zip(sequence, hoods, strict=True)
+    }
+
+
+def derive(
+    sequence: Sequence[StoredVersion],
+    keys: set[int],
+    index: IndexTextConfig,
+    analyzer: AnalyzerConfig,
+) -> Derived:
+    """Tokens and embedding inputs of the versions `keys` names, within `sequence`.
+
+    Only those versions and their neighbours are analysed: the nearest neighbours of a member
+    within that subset are its nearest within the whole sequence, so the result is the same."""
+    sources = [source_of(version) for version in sequence]
+    hoods = neighbourhoods(sources, index)
+    wanted = [p for p, version in enumerate(sequence) if version.key in keys]
+    needed = sorted({*wanted, *(q for p in wanted for q in (*hoods[p][0], *hoods[p][1]))})
+    subset = [sources[p] for p in needed]
+    tokens = fts_tokens(subset, index, analyzer)
+    inputs = embedding_inputs(subset, index)
+    return {
+        sequence[p].key: (tokens[i], inputs[i])
+        for i, p in enumerate(needed)
+        if sequence[p].key in keys
+    }
+
+
+def closed_over(
+    sequence: Sequence[StoredVersion],
+    removed: Sequence[StoredVersion],
+    index: IndexTextConfig,
+) -> set[int]:
+    """Keys of `sequence` (active now, ascending by key) whose window changes when `removed`
+    leave it: the entries before and after the gap that had a removed version as neighbour."""
+    before = windows(sorted([*sequence, *removed], key=lambda v: v.key), index)
+    after = windows(sequence, index)
+    return {key for key, window in after.items() if before[key] != window}
+
+
+async def _sequence(
+    indexer: VectorIndexer, scope_id: str, head: int, removed: StoredVersion
+) -> list[StoredVersion]:
+    """The versions active at `head` in the sequence `removed` was indexed in."""
+    # A thread is read alone; a batch has no filter of its own, so the scope is listed.
+    where = None if removed.thread is None else MemoryFilter(threads=(removed.thread,))
+    wanted = sequence_key(removed)
+    found: list[StoredVersion] = []
+    after: int | None = None
+    while True:
+        page = VersionPage(scope_id, head, after_key=after, limit=_PAGE, where=where)
+        rows = await indexer.store.list_versions(page)
+        if not rows:
+            return found
+        found.extend(row for row in rows if sequence_key(row) == wanted)
+        after = rows[-1].key
+
+
+async def rederive_around(
+    indexer: VectorIndexer,
+    index: IndexTextConfig,
+    analyzer: AnalyzerConfig,
+    scope_id: str,
+    removed: Sequence[StoredVersion],
+) -> int:
+    """Re-derive the former neighbours of `removed` (versions a committed write just took out
+    of their sequence); returns how many were re-derived. Raises what the store or the
+    embedder raises; the write stands either way."""
+    removed = [version for version in removed if had_neighbours(version, index)]
+    head = await indexer.store.head(scope_id)
+    if not removed or head is None:
+        return 0
+    written: Derived = {}
+
+    async def redo(
+        now: int | None, keys: Callable[[object, list[StoredVersion]], set[int]]
+    ) -> None:
+        if now is None:
+            return
+        sequences: dict[object, list[StoredVersion]] = {}
+        for version in removed:
+            wanted = sequence_key(version)
+            if wanted not in sequences:
+                sequences[wanted] = await _sequence(indexer, scope_id, now, version)
+        derived: Derived = {}
+        for wanted, peers in sequences.items():
+            derived.update(derive(peers, keys(wanted, peers), index, analyzer))
+        changed = {key: value for key, value in derived.items() if written.get(key) != value}
+        if index.context_fts and changed:
+            tokens = [(key, value[0]) for key, value in changed.items()]
+            await indexer.store.rewrite_index_tokens(scope_id, tokens)
+        work: list[EmbeddingItem] = [(key, value[1]) for key, value in changed.items()]
+        if index.context_vector and indexer.embedder is not None and work:
+            await indexer.embed_and_store(scope_id, work, lambda _done, _total: None)
+        written.update(changed)
+
+    def gap(wanted: object, peers: list[StoredVersion]) -> set[int]:
+        return closed_over(peers, [v for v in removed if sequence_key(v) == wanted], index)
+
+    await redo(head, gap)
+    # A turn committed meanwhile (another process) may have rewritten the same neighbours
+    # before this pass stored its older view over theirs: re-derive what was written here.
+    await catch_up(
+        indexer.store, scope_id, head, lambda now: redo(now, lambda _wanted, _peers: set(written))
+    )
+    return len(written)
