@@ -53,6 +53,7 @@ from powercontext.memory.ports import (
     MemoryReranker,
     MemoryStore,
     NewVersion,
+    StoredVersion,
     VersionPage,
 )
 from powercontext.memory.scoped import ScopedMemory, validate_scope_id
@@ -184,9 +185,10 @@ class MemoryService:
         plan: Planner,
         claim: IdempotencyClaim | None,
         planned: Callable[[], WriteIndex] | None = None,
+        removed: Callable[[], Sequence[StoredVersion]] | None = None,
     ) -> MemoryWriteResult:
         """Commit a plan and index what it wrote (see memory.writes)."""
-        return await writes.write_planned(self, scope_id, expected, plan, claim, planned)
+        return await writes.write_planned(self, scope_id, expected, plan, claim, planned, removed)
 
     # ---- index profiles ------------------------------------------------------------------
 

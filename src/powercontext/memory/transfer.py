@@ -51,7 +51,8 @@ from powercontext.memory.ports import (
     TombstoneQuery,
     VersionPage,
 )
-from powercontext.memory.transfer_lines import BOM, parse_line
+from powercontext.memory.transfer_index import index_import
+from powercontext.memory.transfer_lines import BOM, numbered, parse_line
 from powercontext.memory.transfer_lines import MAX_LINE_BYTES as MAX_LINE_BYTES
 from powercontext.memory.transfer_lines import split_lines as split_lines
 from powercontext.memory.values import (
@@ -229,6 +230,7 @@ async def add_entries(
         raise MemoryValidationError("one batch names the same entry_id twice")
     counts = EntryCounts()
     planned: list[WriteIndex] = []
+    replaced: list[StoredVersion] = []
 
     async def plan() -> list[PlannedChange]:
         heads = await service.store.entry_heads(scope_id, ids)
@@ -259,16 +261,23 @@ async def add_entries(
         counts.added = len(kept) - counts.replaced
         if not kept:
             raise _NothingToWrite
-        sources = [source_of(e) for e in kept]
-        index = await service.threads.plan(scope_id, sources)
+        replaced[:] = [
+            heads[e.entry_id]
+            for e in kept
+            if e.entry_id in heads and heads[e.entry_id].removed_revision is None
+        ]
+        index, tokens = await index_import(service, scope_id, kept, heads)
         planned[:] = [index]
         return [
-            _change(service, entry, heads.get(entry.entry_id), tokens)
-            for entry, tokens in zip(kept, index.tokens, strict=True)
+            _change(service, entry, heads.get(entry.entry_id), entry_tokens)
+            for entry, entry_tokens in zip(kept, tokens, strict=True)
         ]
 
     try:
-        result = await service.write_planned(scope_id, None, plan, None, lambda: planned[0])
+        # `removed`: the replaced versions' former neighbours are re-derived after the commit.
+        result = await service.write_planned(
+            scope_id, None, plan, None, lambda: planned[0], lambda: replaced
+        )
     except _NothingToWrite:
         return None, counts
     return result, counts
@@ -286,7 +295,7 @@ async def _erased(store: MemoryStore, scope_id: str, ids: Sequence[str]) -> dict
 
 
 def _change(
-    service: MemoryService, entry: NewEntry, head: StoredVersion | None, tokens: str
+    service: MemoryService, entry: NewEntry, head: StoredVersion | None, tokens: str | None
 ) -> PlannedChange:
     source = source_of(entry)
     if head is None:
@@ -315,20 +324,6 @@ def parse_header(line: str) -> ExportHeader:
             f"(this release reads version {FORMAT_VERSION})"
         )
     return parse_line(line, 1, ExportHeader)
-
-
-async def _numbered(
-    lines: AsyncIterable[str] | Iterable[str],
-) -> AsyncIterator[tuple[int, str]]:
-    number = 0
-    if isinstance(lines, AsyncIterable):
-        async for line in lines:
-            number += 1
-            yield number, line
-    else:
-        for line in lines:
-            number += 1
-            yield number, line
 
 
 async def import_lines(
@@ -368,7 +363,7 @@ async def import_lines(
         if progress is not None:
             progress(done, header.entry_count if header else None)
 
-    async for number, line in _numbered(lines):
+    async for number, line in numbered(lines):
         if not line.strip():
             continue
         if header is None:

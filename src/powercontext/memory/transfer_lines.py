@@ -9,7 +9,7 @@ into a model, naming the line and the field a malformed one got wrong.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable, AsyncIterator, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import IO, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -90,3 +90,16 @@ def text_lines(handle: IO[str]) -> Iterator[str]:
         if len(line) > MAX_LINE_BYTES and len(line.rstrip("\r\n")) > MAX_LINE_BYTES:
             raise _too_long(number)
         yield line
+
+
+async def numbered(lines: AsyncIterable[str] | Iterable[str]) -> AsyncIterator[tuple[int, str]]:
+    """Each line with its number (from 1), from a stream or a list alike."""
+    number = 0
+    if isinstance(lines, AsyncIterable):
+        async for line in lines:
+            number += 1
+            yield number, line
+    else:
+        for line in lines:
+            number += 1
+            yield number, line
