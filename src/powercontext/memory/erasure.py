@@ -10,9 +10,11 @@ The keyed writes that touched an erased entry keep their idempotency key but los
 hash (memory.idempotency): a retry of one answers `erased` whatever its body.
 
 Derived data of other entries can hold erased words too: with contextual indexing an entry's
-tokens and vector include its neighbours' text. After the erasure, the active versions of
-every sequence (thread or batch) an erased version belonged to are re-derived, as
-`reindex --rebuild` would. Each storage adapter documents how its bytes leave the disk.
+tokens and vector include its neighbours' text. After the erasure, every version of each
+sequence (thread or batch) an erased version belonged to that can hold its words is
+re-derived: the active ones as `reindex --rebuild` would, the retired or revised ones within
+the sequence as it stood while they were active, the erased versions left out
+(indexing.erasures). Each storage adapter documents how its bytes leave the disk.
 """
 
 from __future__ import annotations
@@ -29,8 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from powercontext.memory.commit import COMMIT_RETRY_SECONDS
 from powercontext.memory.errors import NotFoundError, RevisionConflictError
 from powercontext.memory.idempotency import check_body, claim_for, raise_if_body_erased
-from powercontext.memory.indexing.rebuild import rederive
-from powercontext.memory.indexing.threads import index_sequences, sequence_key
+from powercontext.memory.indexing.erasures import rederive_after_erasure
 from powercontext.memory.models import MemoryRef
 from powercontext.memory.ports import (
     NOTHING_ERASED,
@@ -189,29 +190,13 @@ async def _require_stored(service: MemoryService, scope_id: str, entry_ids: Sequ
 async def _rederive_neighbours(
     service: MemoryService, scope_id: str, result: ErasureResult
 ) -> None:
-    """Re-index the sequences the erased versions were indexed in, when their tokens or
-    vectors can hold a neighbour's words (contextual indexing)."""
-    index = service.config.index
-    if not result.erased or not index.contextual:
-        return
-    # Only a thread's first versions have neighbours, and thread-less entries only when a
-    # metadata key groups them within their batch (indexing.context.neighbourhoods).
-    touched = {
-        sequence_key(version)
-        for version in result.erased
-        if (version.thread is not None and version.version == 1)
-        or (version.thread is None and index.context_group_key is not None)
-    }
-    if not touched:
-        return
-    versions = [v async for v in service.indexer.active_versions(scope_id)]
-    sequences = [s for s in index_sequences(versions) if sequence_key(s[0]) in touched]
-    if sequences:
-        await rederive(
+    """Re-index every version, active or not, whose tokens or vector can hold an erased
+    version's words (contextual indexing; see indexing.erasures)."""
+    if result.erased:
+        await rederive_after_erasure(
             service.indexer,
             service.config.index,
             service.config.analyzer,
             scope_id,
-            sequences,
-            lambda _done, _total: None,
+            result.erased,
         )

@@ -347,6 +347,14 @@ class MemoryStore(Protocol):
         by key: the thread's entries in write order, for contextual indexing."""
         ...
 
+    async def removed_versions(
+        self, scope_id: str, *, threads: Sequence[str], batches: Sequence[int]
+    ) -> list[StoredVersion]:
+        """Versions inactive at the head (retired, or replaced by a revise) of the index
+        sequences named: the first versions (version 1) of `threads`, and the thread-less
+        versions a revision of `batches` added; ascending by key. An erasure re-derives them."""
+        ...
+
     async def rewrite_index_tokens(self, scope_id: str, items: Sequence[tuple[int, str]]) -> None:
         """Replace the full-text tokens of stored versions (derived data: no revision is made,
         the text is untouched). Unknown keys raise NotFoundError."""

@@ -24,7 +24,7 @@ from powercontext.memory.indexing.context import (
 )
 from powercontext.memory.indexing.threads import EmbeddingItem, sequence_key, source_of
 from powercontext.memory.indexing.vectors import VectorIndexer, catch_up
-from powercontext.memory.ports import StoredVersion, VersionPage
+from powercontext.memory.ports import ErasedVersion, StoredVersion, VersionPage
 from powercontext.memory.search.analyze import AnalyzerConfig
 
 Window = tuple[tuple[int, ...], tuple[int, ...]]
@@ -33,7 +33,7 @@ Derived = dict[int, tuple[str, tuple[str, ...]]]
 _PAGE = 1024
 
 
-def had_neighbours(version: StoredVersion, index: IndexTextConfig) -> bool:
+def had_neighbours(version: StoredVersion | ErasedVersion, index: IndexTextConfig) -> bool:
     """Whether the version was indexed within a sequence and so sat in other entries' windows:
     a thread's first version, or a thread-less one when a metadata key groups its batch."""
     if not index.contextual or not (index.context_fts or index.context_vector):

@@ -29,11 +29,13 @@ from powercontext.memory.ports import (
     NOTHING_ERASED,
     ErasureRequest,
     ErasureResult,
+    StoredVersion,
     Tombstone,
     TombstoneQuery,
 )
 from powercontext.storage.common import (
     ERASED_COLUMNS,
+    VERSION_COLUMNS,
     ErasedRow,
     erased_active_counts,
     erased_version,
@@ -42,6 +44,7 @@ from powercontext.storage.common import (
     erasure_records,
     tombstone_from_row,
     tombstone_query,
+    version_from_row,
 )
 from powercontext.storage.postgres import reads
 from powercontext.storage.postgres.writes import Lengths, _update_statistics
@@ -155,3 +158,17 @@ async def tombstones(conn: AsyncConnection[TupleRow], query: TombstoneQuery) -> 
         return []
     cur = await conn.execute(sql, params)
     return [tombstone_from_row(row, row[4]) for row in await cur.fetchall()]
+
+
+async def removed_versions(
+    conn: AsyncConnection[TupleRow], scope_id: str, threads: Sequence[str], batches: Sequence[int]
+) -> list[StoredVersion]:
+    """The inactive members of the sequences an erasure touched (MemoryStore.removed_versions)."""
+    cur = await conn.execute(
+        f"SELECT {VERSION_COLUMNS} FROM entry_versions "
+        "WHERE scope_id = %s AND removed_revision IS NOT NULL "
+        "AND ((version = 1 AND thread = ANY(%s::text[])) "
+        "OR (thread IS NULL AND added_revision = ANY(%s::bigint[]))) ORDER BY key",
+        (scope_id, sorted(set(threads)), sorted(set(batches))),
+    )
+    return [version_from_row(row) for row in await cur.fetchall()]

@@ -249,6 +249,14 @@ class PostgresMemoryStore:
         async with self._connection("reading a thread") as conn:
             return await reads.thread_tail(conn, scope_id, thread, limit)
 
+    async def removed_versions(
+        self, scope_id: str, *, threads: Sequence[str], batches: Sequence[int]
+    ) -> list[StoredVersion]:
+        async with self._connection(
+            "reading the removed versions of erased entries' sequences"
+        ) as conn:
+            return await erasure.removed_versions(conn, scope_id, threads, batches)
+
     async def rewrite_index_tokens(self, scope_id: str, items: Sequence[tuple[int, str]]) -> None:
         if not items:
             return

@@ -22,21 +22,25 @@ caches (which hold tokens and vectors) drop the scope on their next refresh.
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from powercontext.memory.idempotency import ERASED_BODY_HASH
 from powercontext.memory.ports import (
     NOTHING_ERASED,
     ErasureRequest,
     ErasureResult,
+    StoredVersion,
     Tombstone,
     TombstoneQuery,
 )
 from powercontext.storage.common import (
     ERASED_COLUMNS,
+    VERSION_COLUMNS,
     ErasedRow,
     conflict,
     erased_active_counts,
@@ -47,6 +51,7 @@ from powercontext.storage.common import (
     findable,
     tombstone_from_row,
     tombstone_query,
+    version_from_row,
 )
 from powercontext.storage.sqlite.writes import chunks
 
@@ -177,3 +182,27 @@ def tombstones(conn: sqlite3.Connection, query: TombstoneQuery) -> list[Tombston
         return []
     rows = conn.execute(sql, params).fetchall()
     return [tombstone_from_row(row, datetime.fromisoformat(row[4])) for row in rows]
+
+
+def removed_versions(
+    conn: sqlite3.Connection, scope_id: str, threads: Sequence[str], batches: Sequence[int]
+) -> list[StoredVersion]:
+    """The inactive members of the sequences an erasure touched (MemoryStore.removed_versions)."""
+    select = (
+        f"SELECT {VERSION_COLUMNS} FROM entry_versions "
+        "WHERE scope_id = ? AND removed_revision IS NOT NULL AND "
+    )
+    rows: list[Any] = []
+    for part in chunks(sorted(set(threads))):
+        marks = ",".join("?" * len(part))
+        sql = select + f"version = 1 AND thread IN ({marks})"
+        rows += conn.execute(sql, (scope_id, *part)).fetchall()
+    for revisions in chunks(sorted(set(batches))):
+        marks = ",".join("?" * len(revisions))
+        sql = select + f"thread IS NULL AND added_revision IN ({marks})"
+        rows += conn.execute(sql, (scope_id, *revisions)).fetchall()
+    versions = [
+        version_from_row(row, metadata=json.loads, created_at=datetime.fromisoformat)
+        for row in rows
+    ]
+    return sorted(versions, key=lambda version: version.key)

@@ -275,6 +275,14 @@ class SqliteMemoryStore:
             lambda conn: reads.thread_tail(conn, scope_id, thread, limit), "reading a thread"
         )
 
+    async def removed_versions(
+        self, scope_id: str, *, threads: Sequence[str], batches: Sequence[int]
+    ) -> list[StoredVersion]:
+        return await self._read(
+            lambda conn: erasure.removed_versions(conn, scope_id, threads, batches),
+            "reading the removed versions of erased entries' sequences",
+        )
+
     async def rewrite_index_tokens(self, scope_id: str, items: Sequence[tuple[int, str]]) -> None:
         pending = list(items)
         if not pending:
