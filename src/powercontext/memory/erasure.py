@@ -141,11 +141,13 @@ async def forget(
             await _rederive_neighbours(service, scope_id, result)
         except Exception as exc:
             # The erasure itself committed; failing the call now would have a client retry
-            # it into a 410. The neighbours keep the erased words in their derived index
-            # until `reindex --rebuild`, so this is an error, not a warning.
+            # it into a 410. The neighbours (active or not) may keep erased words in their
+            # tokens until `reindex --rebuild`, so this is an error, not a warning. Their
+            # vectors were deleted if they could be (indexing.erasures).
             log.error(
                 "after erasing %d versions of scope %r, re-deriving their neighbours' index "
-                "failed (%s); run `powercontext reindex --rebuild`",
+                "failed (%s); run `powercontext reindex --rebuild` with the embedding model "
+                "configured",
                 len(result.erased),
                 scope_id,
                 type(exc).__name__,

@@ -348,11 +348,25 @@ class MemoryStore(Protocol):
         ...
 
     async def removed_versions(
-        self, scope_id: str, *, threads: Sequence[str], batches: Sequence[int]
+        self,
+        scope_id: str,
+        *,
+        threads: Sequence[str] | None,
+        batches: Sequence[int] | None,
     ) -> list[StoredVersion]:
         """Versions inactive at the head (retired, or replaced by a revise) of the index
         sequences named: the first versions (version 1) of `threads`, and the thread-less
-        versions a revision of `batches` added; ascending by key. An erasure re-derives them."""
+        versions a revision of `batches` added (None: of every thread, of every batch);
+        ascending by key. An erasure and `reindex --rebuild` re-derive them."""
+        ...
+
+    async def delete_vectors(
+        self, scope_id: str, keys: Sequence[int], *, keep_profile: str | None = None
+    ) -> None:
+        """Delete the stored vectors of version `keys`, of every embedding profile but
+        `keep_profile` (None: of all): derived data that must not outlive the text it was
+        derived from. Keys without a vector are skipped; the versions then count as missing
+        their vector (see `missing_vector_count`)."""
         ...
 
     async def rewrite_index_tokens(self, scope_id: str, items: Sequence[tuple[int, str]]) -> None:

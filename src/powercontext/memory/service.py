@@ -194,7 +194,8 @@ class MemoryService:
 
     @gated
     async def rebuild(self, scope_id: str, progress: ProgressCallback | None = None) -> int:
-        """Re-derive every active version's tokens and vectors under the current profile."""
+        """Re-derive every active version's tokens and vectors under the current profile, and
+        those of the inactive versions that sit in a sequence (indexing.rebuild)."""
         async with self._lock(scope_id):
             count = await rebuild_scope(
                 self.indexer,

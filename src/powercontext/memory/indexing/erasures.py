@@ -14,8 +14,12 @@ is re-derived:
   erased entries never been written. Only those removed after the sequence's earliest erased
   version was written can hold its words; the others are left as they are.
 Every token is rewritten first, then (with an embedder) the vectors re-embedded in place:
-derived data, so no revision is made. Without an embedder vectors are left as they are, as
-writes leave them (docs/storage.md).
+derived data, so no revision is made. A stored vector that is not re-embedded would keep the
+erased words mixed in, so it is deleted: without an embedder, every stored vector of the
+re-derived versions; with one, their vectors of other embedding profiles, and all of theirs
+when the re-derivation fails. Missing, the active versions' vectors of the current profile
+count as pending and the backfill or `powercontext reindex` fills them; the inactive ones'
+are filled by `powercontext reindex --rebuild`, which also repairs a failed re-derivation.
 
 A sequence's members and the revisions each was active in come from two reads: the versions
 active at the head, and its inactive ones (`MemoryStore.removed_versions`). `list_versions` as
@@ -30,8 +34,8 @@ from collections.abc import Sequence
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.indexing.context import IndexTextConfig
 from powercontext.memory.indexing.rebuild import rederive
-from powercontext.memory.indexing.removals import Derived, derive, had_neighbours
-from powercontext.memory.indexing.threads import EmbeddingItem, index_sequences, sequence_key
+from powercontext.memory.indexing.removals import had_neighbours, removed_index
+from powercontext.memory.indexing.threads import index_sequences, sequence_key
 from powercontext.memory.indexing.vectors import VectorIndexer
 from powercontext.memory.ports import ErasedVersion, StoredVersion, VersionPage
 from powercontext.memory.search.analyze import AnalyzerConfig
@@ -73,6 +77,32 @@ async def _active(
     return sorted(found, key=lambda version: version.key)
 
 
+def _held(
+    sequences: list[list[StoredVersion]], erased: Sequence[ErasedVersion], index: IndexTextConfig
+) -> set[int]:
+    """Keys of the active versions whose stored vector can hold an erased version's words: in a
+    thread, those within a window's reach of one in write order (whether it was active or not:
+    a failed earlier re-derivation may have left its words); in a batch, every member (the
+    erased versions' group values are gone)."""
+    gone: dict[object, list[int]] = {}
+    for version in erased:
+        gone.setdefault(sequence_key(version), []).append(version.key)
+    held: set[int] = set()
+    for peers in sequences:
+        wanted = sequence_key(peers[0])
+        if wanted not in gone:
+            continue
+        if peers[0].thread is None:
+            held.update(version.key for version in peers)
+            continue
+        order = sorted([*(version.key for version in peers), *gone[wanted]])
+        at = {key: position for position, key in enumerate(order)}
+        for position in (at[key] for key in gone[wanted]):
+            low = max(0, position - index.context_after)
+            held.update(order[low : position + index.context_before + 1])
+    return held - {key for keys in gone.values() for key in keys}
+
+
 async def rederive_after_erasure(
     indexer: VectorIndexer,
     index: IndexTextConfig,
@@ -99,30 +129,23 @@ async def rederive_after_erasure(
         if sequence_key(version) in earliest
     ]
     removed = await indexer.store.removed_versions(scope_id, threads=threads, batches=batches)
-    # A version another process retired since `head` is in both listings: the later wins.
-    members: dict[object, dict[int, StoredVersion]] = {}
-    for version in (*active, *removed):
-        members.setdefault(sequence_key(version), {})[version.key] = version
-    derived: Derived = {}
-    for wanted, by_key in members.items():
-        peers = sorted(by_key.values(), key=lambda version: version.key)
-        stale: dict[int, set[int]] = {}  # last active revision -> keys removed after it
-        for version in peers:
-            gone = version.removed_revision
-            if gone is not None and gone > earliest[wanted]:
-                stale.setdefault(gone - 1, set()).add(version.key)
-        for at, keys in stale.items():
-            stood = [version for version in peers if version.active_at(at)]
-            derived.update(derive(stood, keys, index, analyzer))
-    # Every token first, then the vectors: an embedder failing leaves no erased word in any
-    # version's tokens.
-    if derived:
-        await indexer.store.rewrite_index_tokens(
-            scope_id, [(key, value[0]) for key, value in derived.items()]
-        )
+    derived = removed_index(active, removed, index, analyzer, since=earliest)
+    sequences = index_sequences(active)
+    keys = sorted(_held(sequences, erased, index) | set(derived))
+    vectors = index.context_vector and bool(keys)
     noop = lambda _done, _total: None  # noqa: E731
-    count = await rederive(indexer, index, analyzer, scope_id, index_sequences(active), noop)
-    work: list[EmbeddingItem] = [(key, value[1]) for key, value in derived.items()]
-    if indexer.embedder is not None and work:
-        await indexer.embed_and_store(scope_id, work, noop)
-    return count + len(derived)
+    try:
+        # Every token first, then the vectors: an embedder failing leaves no erased word in
+        # any version's tokens.
+        count = await rederive(indexer, index, analyzer, scope_id, sequences, derived, noop)
+    except Exception:
+        if vectors:
+            # Some vectors may still hold erased words: none is better (see the module doc).
+            await indexer.store.delete_vectors(scope_id, keys)
+        raise
+    if vectors:
+        # Without a model here, stored vectors (of a process that had one) keep the erased
+        # words mixed in; with one, so do those of other models' profiles, never re-embedded.
+        keep = None if indexer.embedder is None else indexer.embedder.profile.profile_id
+        await indexer.store.delete_vectors(scope_id, keys, keep_profile=keep)
+    return count

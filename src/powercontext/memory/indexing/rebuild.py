@@ -1,8 +1,14 @@
 """`reindex --rebuild`: re-derive the tokens and vectors of every active version of a scope
-under the current index profile. Derived data only: no revision is made, no text changes.
+under the current index profile, and of every inactive one that sits in a sequence. Derived
+data only: no revision is made, no text changes.
 
-Each version is indexed within the sequence its writes used (its thread in write order, or
-its batch), so the result is what writing the scope afresh with today's settings would give.
+Each active version is indexed within the sequence its writes used (its thread in write order,
+or its batch), so the result is what writing the scope afresh with today's settings would give.
+An inactive one (a thread's first version retired or revised away; a thread-less one in a
+batch a metadata key groups) keeps the index as-of search reads: it is re-derived within its
+sequence as it stood at its last active revision (`removed_revision - 1`), as an erasure
+re-derives it (indexing.erasures), so a rebuild also repairs an erasure whose re-derivation
+failed (erased versions are gone from the store, so they are left out).
 
 Writes from other processes go on meanwhile (the scope lock is per process). A turn written
 after the listing widens the neighbourhood of the turns before it; its writer rewrites them,
@@ -17,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from powercontext.memory.indexing.context import IndexTextConfig, embedding_inputs, fts_tokens
+from powercontext.memory.indexing.removals import Derived, removed_index
 from powercontext.memory.indexing.threads import (
     EmbeddingItem,
     index_sequences,
@@ -43,15 +50,20 @@ async def rebuild_scope(
     Progress counts both passes: tokens for every version, then vectors for every version.
     """
     head = await indexer.store.head(scope_id)
-    sequences = index_sequences([v async for v in indexer.active_versions(scope_id, head)])
-    count = await rederive(indexer, index, analyzer, scope_id, sequences, progress)
+    active = [v async for v in indexer.active_versions(scope_id, head)]
+    sequences = index_sequences(active)
+    # Thread-less versions sit in a sequence (their batch) only when a metadata key groups it.
+    batches = None if index.context_group_key is not None else ()
+    removed = await indexer.store.removed_versions(scope_id, threads=None, batches=batches)
+    inactive = removed_index(active, removed, index, analyzer)
+    count = await rederive(indexer, index, analyzer, scope_id, sequences, inactive, progress)
 
     async def redo(now: int | None) -> None:
         nonlocal sequences
         later = index_sequences([v async for v in indexer.active_versions(scope_id, now)])
         done = _members(sequences)
         changed = [peers for peers in later if done.get(sequence_key(peers[0])) != _keys(peers)]
-        await rederive(indexer, index, analyzer, scope_id, changed, lambda _done, _total: None)
+        await rederive(indexer, index, analyzer, scope_id, changed, {}, lambda _done, _total: None)
         sequences = later
 
     await catch_up(indexer.store, scope_id, head, redo)
@@ -72,12 +84,15 @@ async def rederive(
     analyzer: AnalyzerConfig,
     scope_id: str,
     sequences: list[list[StoredVersion]],
+    inactive: Derived,
     progress: Callable[[int, int], None],
 ) -> int:
     """Rewrite the tokens, then the vectors, of each version of `sequences`, each sequence
-    indexed as one write would; returns the versions re-derived."""
-    tokens: list[tuple[int, str]] = []
-    work: list[EmbeddingItem] = []
+    indexed as one write would, and of the inactive versions `inactive` holds (derived by
+    removals.removed_index); returns the versions re-derived."""
+    # Progress is the last argument: tests/integration/test_audit_reindex_cli.py wraps it.
+    tokens: list[tuple[int, str]] = [(key, value[0]) for key, value in inactive.items()]
+    work: list[EmbeddingItem] = [(key, value[1]) for key, value in inactive.items()]
     for sequence in sequences:
         sources = [source_of(version) for version in sequence]
         keys = [version.key for version in sequence]

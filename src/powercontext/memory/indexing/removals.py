@@ -13,7 +13,7 @@ the same as a rebuild treats it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.indexing.context import (
@@ -77,6 +77,55 @@ def derive(
         for i, p in enumerate(needed)
         if sequence[p].key in keys
     }
+
+
+def derive_removed(
+    peers: Sequence[StoredVersion],
+    index: IndexTextConfig,
+    analyzer: AnalyzerConfig,
+    *,
+    removed_after: int = 0,
+) -> Derived:
+    """Tokens and embedding inputs of the inactive members of one sequence (`peers`: every
+    stored member, active or not, ascending by key) removed after revision `removed_after`,
+    each within the sequence as it stood at its last active revision (`removed_revision - 1`):
+    the index it held when it left, which as-of search reads. Versions no longer stored
+    (erased) are not in `peers`, so they are left out."""
+    stale: dict[int, set[int]] = {}  # last active revision -> keys removed after it
+    for version in peers:
+        gone = version.removed_revision
+        if gone is not None and gone > removed_after:
+            stale.setdefault(gone - 1, set()).add(version.key)
+    derived: Derived = {}
+    for at, keys in stale.items():
+        stood = [version for version in peers if version.active_at(at)]
+        derived.update(derive(stood, keys, index, analyzer))
+    return derived
+
+
+def removed_index(
+    active: Sequence[StoredVersion],
+    removed: Sequence[StoredVersion],
+    index: IndexTextConfig,
+    analyzer: AnalyzerConfig,
+    since: Mapping[object, int] | None = None,
+) -> Derived:
+    """`derive_removed` over every sequence holding one of `removed` (inactive versions), its
+    members the versions of `active` (those active at the head) and of `removed` in it.
+    `since`: only the sequences it names, and only their members removed after its revision."""
+    members: dict[object, dict[int, StoredVersion]] = {}
+    # A version another process retired since `active` was read is in both: the later wins.
+    for version in (*active, *removed):
+        members.setdefault(sequence_key(version), {})[version.key] = version
+    wanted = {sequence_key(version) for version in removed}
+    derived: Derived = {}
+    for key, by_key in members.items():
+        if key not in wanted or (since is not None and key not in since):
+            continue
+        peers = sorted(by_key.values(), key=lambda version: version.key)
+        after = 0 if since is None else since[key]
+        derived.update(derive_removed(peers, index, analyzer, removed_after=after))
+    return derived
 
 
 def closed_over(

@@ -161,14 +161,41 @@ async def tombstones(conn: AsyncConnection[TupleRow], query: TombstoneQuery) -> 
 
 
 async def removed_versions(
-    conn: AsyncConnection[TupleRow], scope_id: str, threads: Sequence[str], batches: Sequence[int]
+    conn: AsyncConnection[TupleRow],
+    scope_id: str,
+    threads: Sequence[str] | None,
+    batches: Sequence[int] | None,
 ) -> list[StoredVersion]:
-    """The inactive members of the sequences an erasure touched (MemoryStore.removed_versions)."""
+    """The inactive members of the sequences named (MemoryStore.removed_versions)."""
+    thread = "thread IS NOT NULL" if threads is None else "thread = ANY(%s::text[])"
+    batch = "TRUE" if batches is None else "added_revision = ANY(%s::bigint[])"
+    named: list[object] = []
+    if threads is not None:
+        named.append(sorted(set(threads)))
+    if batches is not None:
+        named.append(sorted(set(batches)))
     cur = await conn.execute(
         f"SELECT {VERSION_COLUMNS} FROM entry_versions "
         "WHERE scope_id = %s AND removed_revision IS NOT NULL "
-        "AND ((version = 1 AND thread = ANY(%s::text[])) "
-        "OR (thread IS NULL AND added_revision = ANY(%s::bigint[]))) ORDER BY key",
-        (scope_id, sorted(set(threads)), sorted(set(batches))),
+        f"AND ((version = 1 AND {thread}) OR (thread IS NULL AND {batch})) ORDER BY key",
+        (scope_id, *named),
     )
     return [version_from_row(row) for row in await cur.fetchall()]
+
+
+async def delete_vectors(
+    conn: AsyncConnection[TupleRow], scope_id: str, keys: Sequence[int], keep_profile: str | None
+) -> None:
+    """MemoryStore.delete_vectors."""
+    wanted = sorted(set(keys))
+    if keep_profile is None:
+        await conn.execute(
+            "DELETE FROM entry_vectors WHERE scope_id = %s AND key = ANY(%s::bigint[])",
+            (scope_id, wanted),
+        )
+    else:
+        await conn.execute(
+            "DELETE FROM entry_vectors WHERE scope_id = %s AND key = ANY(%s::bigint[]) "
+            "AND profile_id <> %s",
+            (scope_id, wanted, keep_profile),
+        )

@@ -54,8 +54,9 @@ class PostgresMemoryStore:
         self._casts = vectors.IndexCasts()
         self._deferred: set[str] = set()  # profiles whose index waits for the end of a bulk load
         self._dimensions = BoundedHints()
-        # (scope, profile) -> a revision at which every active version had a vector. Vectors
-        # are never deleted and revisions never change, so this stays true in every process.
+        # (scope, profile) -> a revision at which every active version had a vector. Only an
+        # erasure deletes vectors of stored versions (delete_vectors), and it forgets the
+        # scope's hints in this process; another process's stay until evicted or restarted.
         self._embedded_through = BoundedHints()
         # (scope, profile) -> a key below which every version active at the head has a vector.
         # A scope's keys are drawn under its commit lock, so later versions get larger keys;
@@ -250,12 +251,19 @@ class PostgresMemoryStore:
             return await reads.thread_tail(conn, scope_id, thread, limit)
 
     async def removed_versions(
-        self, scope_id: str, *, threads: Sequence[str], batches: Sequence[int]
+        self, scope_id: str, *, threads: Sequence[str] | None, batches: Sequence[int] | None
     ) -> list[StoredVersion]:
-        async with self._connection(
-            "reading the removed versions of erased entries' sequences"
-        ) as conn:
+        async with self._connection("reading the removed versions of index sequences") as conn:
             return await erasure.removed_versions(conn, scope_id, threads, batches)
+
+    async def delete_vectors(
+        self, scope_id: str, keys: Sequence[int], *, keep_profile: str | None = None
+    ) -> None:
+        if not keys:
+            return
+        async with self._connection(f"deleting the vectors of {len(keys)} versions") as conn:
+            await erasure.delete_vectors(conn, scope_id, keys, keep_profile)
+        self._forget_hints(scope_id)
 
     async def rewrite_index_tokens(self, scope_id: str, items: Sequence[tuple[int, str]]) -> None:
         if not items:
@@ -348,11 +356,14 @@ class PostgresMemoryStore:
         async with self._connection("erasing entries") as conn:
             result = await erasure.erase(conn, request)
         if result.erased:
-            # These hints assume vectors are never deleted; re-derive them from now on.
-            for hints in (self._embedded_through, self._missing_from):
-                for key in [key for key in hints if key[0] == request.scope_id]:
-                    del hints[key]
+            self._forget_hints(request.scope_id)
         return result
+
+    def _forget_hints(self, scope_id: str) -> None:
+        # These hints assume vectors are never deleted; re-derive them from now on.
+        for hints in (self._embedded_through, self._missing_from):
+            for key in [key for key in hints if key[0] == scope_id]:
+                del hints[key]
 
     async def scrub(self, scope_id: str) -> None:
         """Drop the term rows the erased words left at zero once their neighbours were

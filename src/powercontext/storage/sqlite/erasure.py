@@ -185,19 +185,26 @@ def tombstones(conn: sqlite3.Connection, query: TombstoneQuery) -> list[Tombston
 
 
 def removed_versions(
-    conn: sqlite3.Connection, scope_id: str, threads: Sequence[str], batches: Sequence[int]
+    conn: sqlite3.Connection,
+    scope_id: str,
+    threads: Sequence[str] | None,
+    batches: Sequence[int] | None,
 ) -> list[StoredVersion]:
-    """The inactive members of the sequences an erasure touched (MemoryStore.removed_versions)."""
+    """The inactive members of the sequences named (MemoryStore.removed_versions)."""
     select = (
         f"SELECT {VERSION_COLUMNS} FROM entry_versions "
         "WHERE scope_id = ? AND removed_revision IS NOT NULL AND "
     )
     rows: list[Any] = []
-    for part in chunks(sorted(set(threads))):
+    if threads is None:
+        rows += conn.execute(select + "version = 1 AND thread IS NOT NULL", (scope_id,)).fetchall()
+    for part in chunks(sorted(set(threads or ()))):
         marks = ",".join("?" * len(part))
         sql = select + f"version = 1 AND thread IN ({marks})"
         rows += conn.execute(sql, (scope_id, *part)).fetchall()
-    for revisions in chunks(sorted(set(batches))):
+    if batches is None:
+        rows += conn.execute(select + "thread IS NULL", (scope_id,)).fetchall()
+    for revisions in chunks(sorted(set(batches or ()))):
         marks = ",".join("?" * len(revisions))
         sql = select + f"thread IS NULL AND added_revision IN ({marks})"
         rows += conn.execute(sql, (scope_id, *revisions)).fetchall()
@@ -206,3 +213,23 @@ def removed_versions(
         for row in rows
     ]
     return sorted(versions, key=lambda version: version.key)
+
+
+def delete_vectors(
+    conn: sqlite3.Connection, scope_id: str, keys: Sequence[int], keep_profile: str | None
+) -> bool:
+    """MemoryStore.delete_vectors; whether any vector was deleted. The vector caches only
+    learn of new vectors by their ids, so a deletion counts as an erasure of the scope
+    (`scopes.erasures`): every process drops its matrices of it on the next refresh."""
+    deleted = 0
+    for part in chunks(sorted(set(keys))):
+        marks = ",".join("?" * len(part))
+        sql = f"DELETE FROM entry_vectors WHERE scope_id = ? AND key IN ({marks})"
+        if keep_profile is None:
+            deleted += conn.execute(sql, (scope_id, *part)).rowcount
+        else:
+            sql += " AND profile_id <> ?"
+            deleted += conn.execute(sql, (scope_id, *part, keep_profile)).rowcount
+    if deleted:
+        conn.execute("UPDATE scopes SET erasures = erasures + 1 WHERE scope_id = ?", (scope_id,))
+    return deleted > 0

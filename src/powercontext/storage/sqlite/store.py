@@ -36,7 +36,7 @@ from powercontext.memory.ports import (
 )
 from powercontext.memory.search.fields import FieldWeights
 from powercontext.storage.common import query_array, validate_plan
-from powercontext.storage.sqlite import erasure, mapped, reads, writes
+from powercontext.storage.sqlite import erasure, mapped, profiles, reads, writes
 from powercontext.storage.sqlite.ann import IndexOptions
 from powercontext.storage.sqlite.connections import (
     MEMORY,
@@ -276,12 +276,23 @@ class SqliteMemoryStore:
         )
 
     async def removed_versions(
-        self, scope_id: str, *, threads: Sequence[str], batches: Sequence[int]
+        self, scope_id: str, *, threads: Sequence[str] | None, batches: Sequence[int] | None
     ) -> list[StoredVersion]:
         return await self._read(
             lambda conn: erasure.removed_versions(conn, scope_id, threads, batches),
-            "reading the removed versions of erased entries' sequences",
+            "reading the removed versions of index sequences",
         )
+
+    async def delete_vectors(
+        self, scope_id: str, keys: Sequence[int], *, keep_profile: str | None = None
+    ) -> None:
+        def run() -> None:
+            work = lambda conn: erasure.delete_vectors(conn, scope_id, keys, keep_profile)  # noqa: E731
+            if self._pool.write(work, f"deleting the vectors of {len(keys)} versions"):
+                self._vectors.drop(scope_id)
+                mapped.discard(self.target)
+
+        await asyncio.to_thread(run)
 
     async def rewrite_index_tokens(self, scope_id: str, items: Sequence[tuple[int, str]]) -> None:
         pending = list(items)
@@ -297,35 +308,14 @@ class SqliteMemoryStore:
         await asyncio.to_thread(run)
 
     async def index_profile(self, scope_id: str) -> str | None:
-        def work(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute(
-                "SELECT profile FROM scope_index_profiles WHERE scope_id = ?", (scope_id,)
-            ).fetchone()
-            return str(row[0]) if row else None
-
-        return await self._read(work, "reading the index profile")
+        return await self._read(lambda conn: profiles.read(conn, scope_id), "reading a profile")
 
     async def index_profiles(self) -> dict[str, str]:
-        def work(conn: sqlite3.Connection) -> dict[str, str]:
-            rows = conn.execute("SELECT scope_id, profile FROM scope_index_profiles").fetchall()
-            return {str(scope): str(profile) for scope, profile in rows}
-
-        return await self._read(work, "reading index profiles")
+        return await self._read(profiles.read_all, "reading index profiles")
 
     async def set_index_profile(self, scope_id: str, profile: str) -> None:
-        now = datetime.now(UTC).isoformat()
-
-        def run() -> None:
-            self._pool.write(
-                lambda conn: conn.execute(
-                    "INSERT OR REPLACE INTO scope_index_profiles (scope_id, profile, recorded_at) "
-                    "VALUES (?, ?, ?)",
-                    (scope_id, profile, now),
-                ),
-                "recording the index profile",
-            )
-
-        await asyncio.to_thread(run)
+        record = profiles.recorder(scope_id, profile, datetime.now(UTC).isoformat())
+        await asyncio.to_thread(self._pool.write, record, "recording the index profile")
 
     async def put_vectors(
         self, scope_id: str, profile_id: str, items: Sequence[tuple[int, Vector]]
