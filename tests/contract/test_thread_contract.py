@@ -50,6 +50,27 @@ async def test_thread_tail_is_the_last_active_first_versions_in_write_order(
     assert await store.thread_tail("other-scope", "t", limit=3) == []
 
 
+async def test_thread_tail_before_a_key_is_the_active_turns_before_it(store: MemoryStore) -> None:
+    written = await store.commit(
+        CommitRequest("s", None, [add(f"t{i}", thread="t") for i in range(6)])
+    )
+    keys = written.keys
+    rows = await store.fetch_versions("s", keys)
+    await store.commit(CommitRequest("s", 1, [retire(rows[keys[2]])]))
+    # the turns before t4, nearest last, the retired t2 left out
+    before = await store.thread_tail("s", "t", limit=2, before_key=keys[4])
+    assert [v.text for v in before] == ["t1", "t3"]
+    assert [v.text for v in await store.thread_tail("s", "t", limit=9, before_key=keys[4])] == [
+        "t0",
+        "t1",
+        "t3",
+    ]
+    assert await store.thread_tail("s", "t", limit=3, before_key=keys[0]) == []
+    assert [v.text for v in await store.thread_tail("s", "t", limit=1, before_key=keys[2])] == [
+        "t1"
+    ]
+
+
 async def test_rewritten_tokens_are_searched_without_a_new_revision(store: MemoryStore) -> None:
     result = await store.commit(CommitRequest("s", None, [add("canoe trip"), add("lake")]))
     assert [c.key for c in await store.fts_candidates(FtsQuery("s", 1, ["freez"], limit=5))] == []

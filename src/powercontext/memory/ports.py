@@ -342,9 +342,12 @@ class MemoryStore(Protocol):
         """Versions active at the head with no vector of `profile_id`, ascending by key."""
         ...
 
-    async def thread_tail(self, scope_id: str, thread: str, *, limit: int) -> list[StoredVersion]:
+    async def thread_tail(
+        self, scope_id: str, thread: str, *, limit: int, before_key: int | None = None
+    ) -> list[StoredVersion]:
         """The last `limit` first versions (version 1) of `thread` active at the head, ascending
-        by key: the thread's entries in write order, for contextual indexing."""
+        by key: the thread's entries in write order, for contextual indexing. With
+        `before_key`, the last of those whose key is smaller (the turns before one)."""
         ...
 
     async def removed_versions(

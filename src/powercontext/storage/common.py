@@ -34,6 +34,9 @@ from powercontext.storage.filter_sql import Dialect, active_at, filter_sql, plac
 _CARRIES_NEW = {"add": True, "revise": True, "reactivate": True, "retire": False}
 _RETIRES = {"add": False, "revise": True, "reactivate": False, "retire": True}
 
+NO_KEY = 2**63 - 1
+"""Above every stored key (keys are 64-bit): the bound of a "key below" read given none."""
+
 VERSION_COLUMNS = (
     "key, entry_id, entry_version_id, version, kind, text, metadata, created_at, "
     "added_revision, removed_revision, thread, occurred_at"

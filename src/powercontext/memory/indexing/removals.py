@@ -91,16 +91,46 @@ def derive_removed(
     each within the sequence as it stood at its last active revision (`removed_revision - 1`):
     the index it held when it left, which as-of search reads. Versions no longer stored
     (erased) are not in `peers`, so they are left out."""
+    derived: Derived = {}
+    if peers and peers[0].thread is not None:
+        # A thread: each from the turns around it then, not the whole thread at each revision
+        # (a long thread with many retirements would cost their product).
+        for position, version in enumerate(peers):
+            gone = version.removed_revision
+            if gone is not None and gone > removed_after:
+                stood = _stood_around(peers, position, gone - 1, index)
+                derived.update(derive(stood, {version.key}, index, analyzer))
+        return derived
+    # A batch (bounded by the batch size): its groups interleave, so it is taken whole.
     stale: dict[int, set[int]] = {}  # last active revision -> keys removed after it
     for version in peers:
         gone = version.removed_revision
         if gone is not None and gone > removed_after:
             stale.setdefault(gone - 1, set()).add(version.key)
-    derived: Derived = {}
     for at, keys in stale.items():
         stood = [version for version in peers if version.active_at(at)]
         derived.update(derive(stood, keys, index, analyzer))
     return derived
+
+
+def _stood_around(
+    peers: Sequence[StoredVersion], position: int, at: int, index: IndexTextConfig
+) -> list[StoredVersion]:
+    """The version at `position` and its neighbours in the thread as it stood at `at`: the
+    nearest `before` and `after` members active then, ascending by key."""
+    earlier: list[StoredVersion] = []
+    for i in range(position - 1, -1, -1):
+        if len(earlier) >= index.context_before:
+            break
+        if peers[i].active_at(at):
+            earlier.append(peers[i])
+    later: list[StoredVersion] = []
+    for i in range(position + 1, len(peers)):
+        if len(later) >= index.context_after:
+            break
+        if peers[i].active_at(at):
+            later.append(peers[i])
+    return [*reversed(earlier), peers[position], *later]
 
 
 def removed_index(
@@ -140,22 +170,57 @@ def closed_over(
     return {key for key, window in after.items() if before[key] != window}
 
 
-async def _sequence(
-    indexer: VectorIndexer, scope_id: str, head: int, removed: StoredVersion
+async def _stretch(
+    indexer: VectorIndexer,
+    index: IndexTextConfig,
+    scope_id: str,
+    head: int,
+    removed: StoredVersion,
 ) -> list[StoredVersion]:
-    """The versions active at `head` in the sequence `removed` was indexed in."""
-    # A thread is read alone; a batch has no filter of its own, so the scope is listed.
-    where = None if removed.thread is None else MemoryFilter(threads=(removed.thread,))
+    """The versions active at `head` of the sequence `removed` was indexed in that the windows
+    closing over its gap can reach, ascending by key.
+
+    Of a thread, only the `before + after` turns on each side of it: the entries whose window
+    held it are the `after` ones before it and the `before` ones after it, and each of their
+    new windows reaches `before` and `after` further. A retire in a long thread reads a few
+    rows, not the thread. A batch (thread-less versions grouped by a metadata key) has no
+    filter of its own, so the scope is listed for it."""
     wanted = sequence_key(removed)
+    if removed.thread is None:
+        return await _listed(indexer, scope_id, head, None, wanted, after_key=None, limit=None)
+    reach = index.context_before + index.context_after
+    earlier = await indexer.store.thread_tail(
+        scope_id, removed.thread, limit=reach, before_key=removed.key
+    )
+    where = MemoryFilter(threads=(removed.thread,))
+    later = await _listed(
+        indexer, scope_id, head, where, wanted, after_key=removed.key, limit=reach
+    )
+    return [*earlier, *later]
+
+
+async def _listed(
+    indexer: VectorIndexer,
+    scope_id: str,
+    head: int,
+    where: MemoryFilter | None,
+    wanted: object,
+    *,
+    after_key: int | None,
+    limit: int | None,
+) -> list[StoredVersion]:
+    """The first `limit` (None: all) versions active at `head` past `after_key` that are
+    members of the sequence `wanted`, ascending by key."""
     found: list[StoredVersion] = []
-    after: int | None = None
-    while True:
-        page = VersionPage(scope_id, head, after_key=after, limit=_PAGE, where=where)
+    size = _PAGE if limit is None else max(limit, 8)  # a thread's later versions: a few more
+    while limit is None or len(found) < limit:
+        page = VersionPage(scope_id, head, after_key=after_key, limit=size, where=where)
         rows = await indexer.store.list_versions(page)
         if not rows:
-            return found
+            break
         found.extend(row for row in rows if sequence_key(row) == wanted)
-        after = rows[-1].key
+        after_key = rows[-1].key
+    return found if limit is None else found[:limit]
 
 
 async def rederive_around(
@@ -179,13 +244,17 @@ async def rederive_around(
     ) -> None:
         if now is None:
             return
-        sequences: dict[object, list[StoredVersion]] = {}
+        # Several removed versions of one sequence (an import's): the union of their stretches.
+        stretches: dict[object, dict[int, StoredVersion]] = {}
         for version in removed:
-            wanted = sequence_key(version)
-            if wanted not in sequences:
-                sequences[wanted] = await _sequence(indexer, scope_id, now, version)
+            stretch = stretches.setdefault(sequence_key(version), {})
+            if version.thread is None and stretch:
+                continue  # a batch is listed whole once
+            for peer in await _stretch(indexer, index, scope_id, now, version):
+                stretch[peer.key] = peer
         derived: Derived = {}
-        for wanted, peers in sequences.items():
+        for wanted, by_key in stretches.items():
+            peers = sorted(by_key.values(), key=lambda version: version.key)
             derived.update(derive(peers, keys(wanted, peers), index, analyzer))
         changed = {key: value for key, value in derived.items() if written.get(key) != value}
         if index.context_fts and changed:

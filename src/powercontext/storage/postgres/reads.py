@@ -14,6 +14,7 @@ from powercontext.memory.ports import IdempotentWrite, StoredVersion, VersionPag
 from powercontext.storage import common
 from powercontext.storage.common import (
     CHANGE_COLUMNS,
+    NO_KEY,
     VERSION_COLUMNS,
     change_from_row,
     idempotency_query,
@@ -180,14 +181,19 @@ async def versions_missing_vectors(
 
 
 async def thread_tail(
-    conn: AsyncConnection[TupleRow], scope_id: str, thread: str, limit: int
+    conn: AsyncConnection[TupleRow],
+    scope_id: str,
+    thread: str,
+    limit: int,
+    before_key: int | None,
 ) -> list[StoredVersion]:
     if limit <= 0:
         return []
+    # Without a bound, below NO_KEY: one statement, one plan (the thread index).
     cur = await conn.execute(
         f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE scope_id = %s AND thread = %s "
-        "AND version = 1 AND removed_revision IS NULL ORDER BY key DESC LIMIT %s",
-        (scope_id, thread, limit),
+        "AND version = 1 AND removed_revision IS NULL AND key < %s ORDER BY key DESC LIMIT %s",
+        (scope_id, thread, NO_KEY if before_key is None else before_key, limit),
     )
     return [version_from_row(row) for row in reversed(await cur.fetchall())]
 

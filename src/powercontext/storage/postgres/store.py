@@ -246,9 +246,11 @@ class PostgresMemoryStore:
             self._missing_from.remember((scope_id, profile_id), found[0].key)
         return found
 
-    async def thread_tail(self, scope_id: str, thread: str, *, limit: int) -> list[StoredVersion]:
+    async def thread_tail(
+        self, scope_id: str, thread: str, *, limit: int, before_key: int | None = None
+    ) -> list[StoredVersion]:
         async with self._connection("reading a thread") as conn:
-            return await reads.thread_tail(conn, scope_id, thread, limit)
+            return await reads.thread_tail(conn, scope_id, thread, limit, before_key)
 
     async def removed_versions(
         self, scope_id: str, *, threads: Sequence[str] | None, batches: Sequence[int] | None

@@ -22,6 +22,7 @@ from powercontext.memory.ports import (
 )
 from powercontext.storage.common import (
     CHANGE_COLUMNS,
+    NO_KEY,
     VERSION_COLUMNS,
     change_from_row,
     findable,
@@ -219,13 +220,14 @@ def fts5_candidates(conn: sqlite3.Connection, query: FtsQuery) -> list[FtsCandid
 
 
 def thread_tail(
-    conn: sqlite3.Connection, scope_id: str, thread: str, limit: int
+    conn: sqlite3.Connection, scope_id: str, thread: str, limit: int, before_key: int | None
 ) -> list[StoredVersion]:
+    # Without a bound, below NO_KEY: one statement, one plan (the thread index).
     rows = _limited_versions(
         conn,
         f"SELECT {VERSION_COLUMNS} FROM entry_versions WHERE scope_id = ? AND thread = ? "
-        "AND version = 1 AND removed_revision IS NULL ORDER BY key DESC LIMIT ?",
-        (scope_id, thread),
+        "AND version = 1 AND removed_revision IS NULL AND key < ? ORDER BY key DESC LIMIT ?",
+        (scope_id, thread, NO_KEY if before_key is None else before_key),
         limit,
     )
     return rows[::-1]

@@ -270,9 +270,12 @@ class SqliteMemoryStore:
             "listing versions without vectors",
         )
 
-    async def thread_tail(self, scope_id: str, thread: str, *, limit: int) -> list[StoredVersion]:
+    async def thread_tail(
+        self, scope_id: str, thread: str, *, limit: int, before_key: int | None = None
+    ) -> list[StoredVersion]:
         return await self._read(
-            lambda conn: reads.thread_tail(conn, scope_id, thread, limit), "reading a thread"
+            lambda conn: reads.thread_tail(conn, scope_id, thread, limit, before_key),
+            "reading a thread",
         )
 
     async def removed_versions(
