@@ -181,3 +181,20 @@ def test_a_keyed_forget_retried_over_http_answers_its_result(
     assert again.status_code == 200 and again.json() == first.json()
     assert unkeyed.status_code == 410  # without its key, a repeat is an erased entry
     assert other.status_code == 409 and other.json()["error"]["code"] == "idempotency_conflict"
+
+
+def test_a_scope_forget_reusing_an_erased_writes_key_is_a_documented_410(
+    auth_server: Served, fresh_scope: str
+) -> None:
+    """The erasure blanks the body hash of the keyed write it undid; any later use of that key,
+    a scope forget included, answers 410 `erased`, which the route documents."""
+    scope = fresh_scope
+    with auth_server.client(KEY_ALL) as http:
+        keyed = {"scope_id": scope, "text": SECRET, "idempotency_key": "k-1"}
+        entry = http.post("/v1/memory/remember", json=keyed).json()["entries"][0]
+        forget = {"scope_id": scope, "entry_ids": [entry["entry_id"]]}
+        assert http.post("/v1/memory/forget", json=forget).status_code == 200
+        wipe = http.post("/v1/scopes/forget", json={"scope_id": scope, "idempotency_key": "k-1"})
+        assert wipe.status_code == 410 and wipe.json()["error"]["code"] == "erased"
+        spec = http.get("/openapi.json").json()
+        assert "410" in spec["paths"]["/v1/scopes/forget"]["post"]["responses"]

@@ -287,7 +287,7 @@ OPERATIONS: tuple[Operation, ...] = (
         tool_name="forget_entry",
         destructive=True,
     ),
-    _writes(erasure.forget_scope, "POST /v1/scopes/forget", (404, 409), destructive=True),
+    _writes(erasure.forget_scope, "POST /v1/scopes/forget", (404, 409, 410), destructive=True),
     _reads(handlers.list_scopes, "GET /v1/scopes", scope="key", inspector=inspector_views.scopes),
     Operation(
         "export_scope",
