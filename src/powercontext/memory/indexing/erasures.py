@@ -5,8 +5,9 @@ With contextual indexing a version's tokens and vector hold its neighbours' word
 erasure must leave no token or vector derived from erased text. After the erasure's commit
 (the erased versions are gone from the store), each sequence an erased version was indexed in
 is re-derived:
-- its versions active at the head, within the sequence as it is now, as `reindex --rebuild`
-  would derive them;
+- its versions active at the head whose window reached an erased version (in a thread, the
+  `after` before it and the `before` after it; in a batch, all), within the sequence as it
+  is now, as `reindex --rebuild` would derive them (the others never held its words);
 - its inactive versions (retired, or a revised entry's former first version). These keep
   the index they had when they left their sequence, which as-of search still reads, so each
   is re-derived within the sequence as it stood at its last active revision
@@ -34,7 +35,7 @@ from collections.abc import Sequence
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.indexing.context import IndexTextConfig
 from powercontext.memory.indexing.rebuild import rederive
-from powercontext.memory.indexing.removals import had_neighbours, removed_index
+from powercontext.memory.indexing.removals import derive, had_neighbours, removed_index
 from powercontext.memory.indexing.threads import index_sequences, sequence_key
 from powercontext.memory.indexing.vectors import VectorIndexer
 from powercontext.memory.ports import ErasedVersion, StoredVersion, VersionPage
@@ -131,13 +132,18 @@ async def rederive_after_erasure(
     removed = await indexer.store.removed_versions(scope_id, threads=threads, batches=batches)
     derived = removed_index(active, removed, index, analyzer, since=earliest)
     sequences = index_sequences(active)
-    keys = sorted(_held(sequences, erased, index) | set(derived))
+    held = _held(sequences, erased, index)
+    for peers in sequences:
+        # Only the active versions a window of an erased one reached change: one forget in a
+        # thread of thousands of turns re-embeds a few neighbourhoods, not the thread.
+        derived.update(derive(peers, held, index, analyzer))
+    keys = sorted(held | set(derived))
     vectors = index.context_vector and bool(keys)
     noop = lambda _done, _total: None  # noqa: E731
     try:
         # Every token first, then the vectors: an embedder failing leaves no erased word in
         # any version's tokens.
-        count = await rederive(indexer, index, analyzer, scope_id, sequences, derived, noop)
+        count = await rederive(indexer, index, analyzer, scope_id, [], derived, noop)
     except Exception:
         if vectors:
             # Some vectors may still hold erased words: none is better (see the module doc).
