@@ -315,5 +315,14 @@ async def main() -> None:
         corpus.write_results(args.results, {"data": str(args.data), "variants": results})
 
 
+def run_experiment(arguments: list[str]) -> None:
+    """The ablation with these arguments (`--variant defaults` unless one is named), in the
+    calling process: an experiment script patches a module first, then calls this."""
+    if "--variant" not in arguments:
+        arguments = ["--variant", "defaults", *arguments]
+    sys.argv = ["locomo_ablation.py", *arguments]
+    asyncio.run(main())
+
+
 if __name__ == "__main__":
     asyncio.run(main())

@@ -17,7 +17,6 @@ the auxiliaries (was, did, had: query stop words anyway) are not mapped.
 
 from __future__ import annotations
 
-import runpy
 import sys
 from pathlib import Path
 
@@ -63,12 +62,10 @@ def _stem_base_forms(words: list[str], config: analyze.AnalyzerConfig) -> list[s
 
 def main() -> None:
     analyze._stem = _stem_base_forms  # type: ignore[assignment]
-    arguments = sys.argv[1:]
-    if "--variant" not in arguments:
-        arguments = ["--variant", "defaults", *arguments]
-    sys.argv = ["locomo_ablation.py", *arguments]
     sys.path.insert(0, str(BENCH))
-    runpy.run_path(str(BENCH / "locomo_ablation.py"), run_name="__main__")
+    import locomo_ablation
+
+    locomo_ablation.run_experiment(sys.argv[1:])
 
 
 if __name__ == "__main__":

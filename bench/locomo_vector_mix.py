@@ -14,7 +14,6 @@ weights change how the two cached vectors are mixed, not what is embedded.
 
 from __future__ import annotations
 
-import runpy
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,11 +48,10 @@ def main() -> None:
     if not 0.0 < own <= 1.0:
         raise SystemExit("--own must be in (0, 1]")
     vectors._unit_mean = weighted_mean(own)  # type: ignore[assignment]
-    if "--variant" not in arguments:
-        arguments = ["--variant", "defaults", *arguments]
-    sys.argv = ["locomo_ablation.py", *arguments]
     sys.path.insert(0, str(BENCH))
-    runpy.run_path(str(BENCH / "locomo_ablation.py"), run_name="__main__")
+    import locomo_ablation
+
+    locomo_ablation.run_experiment(arguments)
 
 
 if __name__ == "__main__":

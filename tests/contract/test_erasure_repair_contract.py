@@ -11,7 +11,6 @@ minus that entry (test_erasure_removed_neighbours_contract).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -25,6 +24,7 @@ from powercontext.memory.ports import EmbeddingModel, MemoryStore, VectorQuery, 
 from powercontext.memory.scoped import ScopedMemory
 from powercontext.memory.search.config import SearchConfig
 from powercontext.memory.service import MemoryService
+from tests.breakable_embedder import BreakableEmbedder
 
 from .test_erasure_removed_neighbours_contract import (
     EMBEDDER,
@@ -36,15 +36,6 @@ from .test_erasure_removed_neighbours_contract import (
 )
 
 INDEX = IndexTextConfig(context_before=2, context_after=2)
-
-
-class BreakableEmbedder(HashingEmbedder):
-    broken = False
-
-    async def embed_documents(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
-        if self.broken:
-            raise ConnectionError("provider down")
-        return await super().embed_documents(texts)
 
 
 def _service(store: MemoryStore, embedder: EmbeddingModel | None) -> MemoryService:

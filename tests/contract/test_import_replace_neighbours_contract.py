@@ -17,19 +17,18 @@ from typing import Any
 
 import pytest
 
-from powercontext.inference.embeddings.hashing import HashingEmbedder
 from powercontext.memory.indexing.context import IndexTextConfig
 from powercontext.memory.models import (
     MemoryEntry,
     RememberMemoryRequest,
     RetireMemoryRequest,
-    SearchMemoryRequest,
 )
 from powercontext.memory.ports import MemoryStore
 from powercontext.memory.scoped import ScopedMemory
-from powercontext.memory.search.config import SearchConfig
 from powercontext.memory.service import MemoryService
 from powercontext.memory.transfer import OnExisting, import_lines
+
+from .rebuild_reference import context_service, found, same_as_rebuild, write_turns
 
 SCOPE = "imported"
 TURNS = (
@@ -50,18 +49,16 @@ QUERIES = (
 )
 
 
-def _service(store: MemoryStore, index: IndexTextConfig | None = None) -> MemoryService:
-    index = index or IndexTextConfig(context_before=2, context_after=2)
-    config = SearchConfig(min_similarity=-1.0, index=index)
-    return MemoryService(store, embedder=HashingEmbedder(dimension=64), config=config)
+_service = context_service
+_found = found
 
 
 async def _thread(memory: ScopedMemory) -> list[MemoryEntry]:
-    written = []
-    for text in TURNS:  # one remember per turn: neighbours are rewritten as turns arrive
-        result = await memory.remember(RememberMemoryRequest(text=text, thread="chat"))
-        written.append(result.entries[0])
-    return written
+    return await write_turns(memory, TURNS)
+
+
+async def _same_as_rebuild(service: MemoryService, revisions: list[int | None]) -> None:
+    await same_as_rebuild(service, SCOPE, QUERIES, revisions)
 
 
 async def _edited_export(
@@ -74,44 +71,6 @@ async def _edited_export(
     kept = [{**entries[i], "text": text} for i, text in texts.items()] + (extra or [])
     header = {**json.loads(lines[0]), "entry_count": len(kept)}
     return [json.dumps(line) + "\n" for line in [header, *kept]]
-
-
-async def _searches(memory: ScopedMemory, revisions: list[int | None]) -> list[Any]:
-    answers = []
-    for revision in revisions:
-        for mode in ("fts", "vector", "hybrid"):
-            for query in QUERIES:
-                request = SearchMemoryRequest(
-                    query=query,
-                    mode=mode,  # type: ignore[arg-type]
-                    revision=revision,
-                    limit=20,
-                )
-                page = await memory.search(request)
-                hits = [
-                    (
-                        h.entry_id,
-                        round(h.score, 9),
-                        [(c.channel, round(c.score, 6)) for c in h.explain],
-                    )
-                    for h in page.hits
-                ]
-                answers.append((revision, mode, query, hits))
-    return answers
-
-
-async def _same_as_rebuild(service: MemoryService, revisions: list[int | None]) -> None:
-    memory = service.for_scope(SCOPE)
-    head = await memory.head()
-    before = await _searches(memory, revisions)
-    await service.rebuild(SCOPE)
-    assert await memory.head() == head  # derived data only: no revision
-    assert await _searches(memory, revisions) == before
-
-
-async def _found(memory: ScopedMemory, query: str, revision: int | None = None) -> list[str]:
-    request = SearchMemoryRequest(query=query, mode="fts", revision=revision, limit=20)
-    return [hit.text for hit in (await memory.search(request)).hits]
 
 
 @pytest.mark.parametrize(("position", "word"), [(0, "weather"), (2, "zebracorn"), (5, "coast")])

@@ -4,25 +4,15 @@ erasure: the call succeeds, the tokens are re-derived, and the failure is logged
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 
 import pytest
 
-from powercontext.inference.embeddings.hashing import HashingEmbedder
 from powercontext.memory.indexing.context import IndexTextConfig
 from powercontext.memory.models import RememberMemoryRequest, SearchMemoryRequest
 from powercontext.memory.search.config import SearchConfig
 from powercontext.memory.service import MemoryService
 from powercontext.storage.sqlite import SqliteMemoryStore
-
-
-class BreakableEmbedder(HashingEmbedder):
-    broken = False
-
-    async def embed_documents(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
-        if self.broken:
-            raise ConnectionError("provider down")
-        return await super().embed_documents(texts)
+from tests.breakable_embedder import BreakableEmbedder
 
 
 async def test_a_failed_re_embedding_is_logged_and_the_erasure_stands(

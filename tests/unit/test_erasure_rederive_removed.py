@@ -4,11 +4,9 @@ retired neighbours' tokens are rewritten before any vector is embedded."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 
 import pytest
 
-from powercontext.inference.embeddings.hashing import HashingEmbedder
 from powercontext.memory.indexing.context import IndexTextConfig
 from powercontext.memory.models import (
     RememberMemoryRequest,
@@ -18,15 +16,7 @@ from powercontext.memory.models import (
 from powercontext.memory.search.config import SearchConfig
 from powercontext.memory.service import MemoryService
 from powercontext.storage.sqlite import SqliteMemoryStore
-
-
-class BreakableEmbedder(HashingEmbedder):
-    broken = False
-
-    async def embed_documents(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
-        if self.broken:
-            raise ConnectionError("provider down")
-        return await super().embed_documents(texts)
+from tests.breakable_embedder import BreakableEmbedder
 
 
 async def test_a_failed_re_embedding_leaves_no_erased_word_in_a_retired_neighbour(
