@@ -22,12 +22,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from powercontext import ServerSettings, open_runtime
 from powercontext.config import DatabaseConfig, InferenceConfig
+from powercontext.inference.embeddings.hashing import HashingEmbedder
 from powercontext.memory import RememberMemoryRequest, SearchMemoryRequest
 from powercontext.memory.scoped import ScopedMemory
+from powercontext.memory.search.analyze import analyze
 from tests import pg_server
 
 WRITES = 100
@@ -145,6 +148,12 @@ async def _all_texts(memory: ScopedMemory) -> dict[str, str]:
         page = await memory.list(limit=1000, cursor=page.next_cursor)
 
 
+def _hashes_apart(text: str) -> bool:
+    """Whether the `hash` embedder gives each of the text's tokens a bucket of its own."""
+    (vector,) = HashingEmbedder().embed_sync([text])
+    return int(np.count_nonzero(vector)) == len(set(analyze(text)))
+
+
 async def test_a_kill_mid_remember_many_leaves_the_batch_whole_or_absent(url: str) -> None:
     ctx = mp.get_context("spawn")
     unused = ctx.Event()  # held: the child opens it by name after start() returns
@@ -178,7 +187,11 @@ async def test_a_kill_mid_remember_many_leaves_the_batch_whole_or_absent(url: st
                 break
             await asyncio.sleep(0.2)
         assert await memory.pending_vectors() == 0
-        sample = random.Random(7).sample(sorted(texts.items()), 60)
+        # Feature hashing can put two of a text's three tokens in one bucket with opposite
+        # signs (item2886 and mark0x2886 do, in 384 buckets): its vector is then that of
+        # "round0" alone, tied with thousands. Such texts say nothing about a vector's presence.
+        telling = [(key, text) for key, text in sorted(texts.items()) if _hashes_apart(text)]
+        sample = random.Random(7).sample(telling, 60)
         missed = []
         for entry_id, text in sample:
             assert await _found(memory, entry_id, text.split()[2], "fts"), text
