@@ -33,8 +33,11 @@ PAUSE_CHUNK = 50
 """Versions whose tokens the paused rebuild rewrites (one transaction) before it waits."""
 
 PAUSED_REBUILD = """
-import os, sys, time
+import faulthandler, os, signal, sys, time
 from pathlib import Path
+
+# A child that outstays its signal shows the test where each of its threads is.
+faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 from powercontext.memory.indexing import rebuild
 
@@ -122,6 +125,19 @@ def _progress_at_pause(marker: Path) -> tuple[int, int] | None:
     return int(done), int(total)
 
 
+def _ended(process: subprocess.Popen[str], seconds: float) -> str:
+    """The stderr of `process` once it has ended; a failure showing where each of its threads
+    is when it has not ended within `seconds`."""
+    try:
+        return process.communicate(timeout=seconds)[1]
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGUSR1)  # faulthandler (PAUSED_REBUILD)
+        time.sleep(2)
+        process.kill()
+        _out, err = process.communicate()
+        pytest.fail(f"still running {seconds:g} s after the signal; its threads:\n{err[-6000:]}")
+
+
 async def _interrupt_midway(url: str, how: signal.Signals, marker: Path) -> None:
     """Start a rebuild, search while it runs, and send `how` once it has rewritten some
     tokens (the template's new word finds them) and not the rest: before the scope is marked
@@ -141,7 +157,7 @@ async def _interrupt_midway(url: str, how: signal.Signals, marker: Path) -> None
             assert paused_at == (PAUSE_CHUNK, 2 * ENTRIES)  # of the tokens, then the vectors
             assert process.poll() is None  # still paused: the signal finds it running
             process.send_signal(how)
-            _out, err = process.communicate(timeout=30)
+            err = _ended(process, 30)
             assert process.returncode == (130 if how == signal.SIGINT else -how), err
             assert "Traceback" not in err
             page = await memory.search(SearchMemoryRequest(query="lake canoe", mode="hybrid"))
