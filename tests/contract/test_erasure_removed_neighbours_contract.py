@@ -9,6 +9,7 @@ the same history minus that entry, compared version by version (tokens and vecto
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import numpy as np
@@ -137,4 +138,97 @@ async def test_erasure_rederives_the_retired_members_of_a_batch(store: MemorySto
             forget = ForgetMemoryRequest(entry_ids=(written[SECRET].entry_id,))
             await memory.forget(forget, actor="dpo")
     await _assert_erased_everywhere(store, erased)
+    assert await _index(store, "erased") == await _index(store, "never")
+
+
+SECOND = "narwhal cipher okapi"
+
+
+class _Pausing:
+    """The store, with its next token rewrite (once armed) held until released: a writer's
+    derived index stored late, after another writer's erasure."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        self.inner = inner
+        self.armed = False
+        self.paused = asyncio.Event()
+        self.released = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def rewrite_index_tokens(self, scope_id: str, items: Any) -> None:
+        if self.armed:
+            self.armed = False
+            self.paused.set()
+            await self.released.wait()
+        await self.inner.rewrite_index_tokens(scope_id, items)
+
+
+async def _late(pausing: _Pausing, work: Any, meanwhile: Any) -> None:
+    """Run `work` until its first token rewrite, `meanwhile` to its end, then the rest."""
+    pausing.armed = True
+    late = asyncio.create_task(work)
+    await asyncio.wait_for(pausing.paused.wait(), 30)
+    await meanwhile
+    pausing.released.set()
+    await late
+
+
+async def _erased_everywhere(store: MemoryStore, memory: ScopedMemory, text: str) -> None:
+    head = await store.head(memory.scope_id)
+    assert head is not None
+    for revision in range(1, head + 1):
+        found = await store.fts_candidates(
+            FtsQuery(memory.scope_id, revision, analyze(text), limit=50)
+        )
+        assert found == [], (text, revision)
+
+
+async def test_a_write_stores_its_neighbours_index_after_an_erasure(store: MemoryStore) -> None:
+    """A turn committed before an erasure rewrites its neighbours from a read that still held
+    the erased turn (the first, in the window of the two it widens), after the erasure
+    re-derived them: it derives them again."""
+    index = IndexTextConfig(context_before=2, context_after=2)
+    pausing = _Pausing(store)
+    erased = _memory(pausing, "erased", index)  # type: ignore[arg-type]
+    secret = await _play(erased, [("write", SECRET), ("write", A), ("write", C)], secret=True)
+    assert secret is not None
+    forget = erased.forget(ForgetMemoryRequest(entry_ids=(secret,)), actor="dpo")
+    await _late(pausing, erased.remember(RememberMemoryRequest(text=D, thread="chat")), forget)
+    await _erased_everywhere(store, erased, SECRET)
+    steps: list[Step] = [("write", A), ("write", C), ("write", D)]
+    await _play(_memory(store, "never", index), steps, secret=False)
+    assert await _index(store, "erased") == await _index(store, "never")
+
+
+@pytest.mark.parametrize(
+    "thread",
+    [
+        pytest.param((SECRET, A, C, SECOND, D), id="apart"),
+        pytest.param((A, SECRET, SECOND, C, D), id="adjacent"),
+    ],
+)
+async def test_an_erasure_stores_its_rederivation_after_a_second_erasure(
+    store: MemoryStore, thread: tuple[str, ...], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two erasures of one thread: the first one's re-derivation is read before the second
+    committed and stored after the second's. Apart, it holds the second erased turn's words
+    (in the window of a turn it re-derives); adjacent, it names the second erased turn too,
+    which is gone by then. Either way it is made again, with no error."""
+    index = IndexTextConfig(context_before=2, context_after=2)
+    pausing = _Pausing(store)
+    erased = _memory(pausing, "erased", index)  # type: ignore[arg-type]
+    ids = {}
+    for text in thread:
+        written = await erased.remember(RememberMemoryRequest(text=text, thread="chat"))
+        ids[text] = written.entries[0].entry_id
+    first = erased.forget(ForgetMemoryRequest(entry_ids=(ids[SECRET],)), actor="dpo")
+    second = erased.forget(ForgetMemoryRequest(entry_ids=(ids[SECOND],)), actor="dpo")
+    await _late(pausing, first, second)
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
+    for text in (SECRET, SECOND):
+        await _erased_everywhere(store, erased, text)
+    steps: list[Step] = [("write", A), ("write", C), ("write", D)]
+    await _play(_memory(store, "never", index), steps, secret=False)
     assert await _index(store, "erased") == await _index(store, "never")

@@ -363,6 +363,12 @@ class MemoryStore(Protocol):
         ascending by key. An erasure and `reindex --rebuild` re-derive them."""
         ...
 
+    async def erased_since(self, scope_id: str, revision: int) -> bool:
+        """Whether an erasure of the scope committed after `revision`: a derived index written
+        from an older read may hold its words (memory.indexing.erasure_races). Reads only the
+        changes after `revision`."""
+        ...
+
     async def delete_vectors(
         self, scope_id: str, keys: Sequence[int], *, keep_profile: str | None = None
     ) -> None:

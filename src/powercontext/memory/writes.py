@@ -23,6 +23,7 @@ from powercontext.memory.errors import (
 )
 from powercontext.memory.idempotency import claim_for, replay
 from powercontext.memory.indexing.context import IndexSource, fts_tokens
+from powercontext.memory.indexing.erasure_races import settle_write
 from powercontext.memory.indexing.removals import rederive_around
 from powercontext.memory.indexing.threads import WriteIndex, source_of
 from powercontext.memory.models import (
@@ -233,6 +234,8 @@ async def write_planned(
         await service.threads.rewrite_neighbours(scope_id, index)
         new = list(zip(keys, index.embeddings, strict=True))
         pending = await service.indexer.embed_items(scope_id, new, index.re_embed)
+        widened = [key for key, _ in (*index.rewrites, *index.re_embed)]
+        await _settle(service, scope_id, revision, [*keys, *widened])
     if removed is not None:
         await _close_gaps(service, scope_id, removed())
     stored = await store.fetch_versions(scope_id, keys)
@@ -256,6 +259,23 @@ async def _write_one(
     return await write_planned(
         service, scope_id, request.expected_revision, plan, claim, removed=removed
     )
+
+
+async def _settle(
+    service: MemoryService, scope_id: str, revision: int, keys: Sequence[int]
+) -> None:
+    """Re-derive what this write indexed after its commit while an erasure has committed since
+    (indexing.erasure_races): derived data, so a failure leaves the write standing."""
+    config = service.config
+    try:
+        await settle_write(service.indexer, config.index, config.analyzer, scope_id, revision, keys)
+    except Exception as exc:
+        log.error(
+            "re-deriving %d versions after an erasure that committed meanwhile failed (%s); "
+            "run `powercontext reindex --rebuild` so that none keeps an erased turn's words",
+            len(keys),
+            failure_summary(exc),
+        )
 
 
 async def _close_gaps(

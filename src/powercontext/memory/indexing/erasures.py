@@ -14,7 +14,9 @@ is re-derived:
   (`removed_revision - 1`), the erased versions left out: the index it would hold had the
   erased entries never been written. Only those removed after the sequence's earliest erased
   version was written can hold its words; the others are left as they are.
-Every token is rewritten first, then (with an embedder) the vectors re-embedded in place:
+A pass read before a later erasure committed is made again once that one is seen
+(indexing.erasure_races). Every token is rewritten first, then (with an embedder) the vectors
+re-embedded in place:
 derived data, so no revision is made. A stored vector that is not re-embedded would keep the
 erased words mixed in, so it is deleted: without an embedder, every stored vector of the
 re-derived versions; with one, their vectors of other embedding profiles, and all of theirs
@@ -32,8 +34,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from powercontext.memory.errors import NotFoundError
 from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.indexing.context import IndexTextConfig
+from powercontext.memory.indexing.erasure_races import while_erased_since
 from powercontext.memory.indexing.rebuild import rederive
 from powercontext.memory.indexing.removals import derive, had_neighbours, removed_index
 from powercontext.memory.indexing.threads import index_sequences, sequence_key
@@ -118,6 +122,33 @@ async def rederive_after_erasure(
     head = await indexer.store.head(scope_id)
     if not earliest or head is None:
         return 0
+    try:
+        count = await _rederive_at(indexer, index, analyzer, scope_id, erased, earliest, head)
+    except NotFoundError:
+        # A later erasure took some of the versions this pass read: the redo reads again.
+        if not await indexer.store.erased_since(scope_id, head):
+            raise
+        count = 0
+
+    async def redo(now: int) -> None:
+        # A later erasure re-derived some of these before this pass stored its older view.
+        nonlocal count
+        count = await _rederive_at(indexer, index, analyzer, scope_id, erased, earliest, now)
+
+    await while_erased_since(indexer, scope_id, head, redo)
+    return count
+
+
+async def _rederive_at(
+    indexer: VectorIndexer,
+    index: IndexTextConfig,
+    analyzer: AnalyzerConfig,
+    scope_id: str,
+    erased: Sequence[ErasedVersion],
+    earliest: dict[object, int],
+    head: int,
+) -> int:
+    """One pass of rederive_after_erasure, over the sequences as they are at `head`."""
     threads = sorted(
         str(key[1]) for key in earliest if isinstance(key, tuple) and key[0] == "thread"
     )

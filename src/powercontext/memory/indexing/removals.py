@@ -187,19 +187,21 @@ async def _stretch(
     filter of its own, so the scope is listed for it."""
     wanted = sequence_key(removed)
     if removed.thread is None:
-        return await _listed(indexer, scope_id, head, None, wanted, after_key=None, limit=None)
+        return await members_listed(
+            indexer, scope_id, head, None, wanted, after_key=None, limit=None
+        )
     reach = index.context_before + index.context_after
     earlier = await indexer.store.thread_tail(
         scope_id, removed.thread, limit=reach, before_key=removed.key
     )
     where = MemoryFilter(threads=(removed.thread,))
-    later = await _listed(
+    later = await members_listed(
         indexer, scope_id, head, where, wanted, after_key=removed.key, limit=reach
     )
     return [*earlier, *later]
 
 
-async def _listed(
+async def members_listed(
     indexer: VectorIndexer,
     scope_id: str,
     head: int,

@@ -160,6 +160,15 @@ async def tombstones(conn: AsyncConnection[TupleRow], query: TombstoneQuery) -> 
     return [tombstone_from_row(row, row[4]) for row in await cur.fetchall()]
 
 
+async def erased_since(conn: AsyncConnection[TupleRow], scope_id: str, revision: int) -> bool:
+    """MemoryStore.erased_since: a range of the change log's primary key, then its op."""
+    cur = await conn.execute(
+        "SELECT 1 FROM changes WHERE scope_id = %s AND revision > %s AND op = 'forget' LIMIT 1",
+        (scope_id, revision),
+    )
+    return await cur.fetchone() is not None
+
+
 async def removed_versions(
     conn: AsyncConnection[TupleRow],
     scope_id: str,

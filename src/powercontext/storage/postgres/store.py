@@ -258,6 +258,10 @@ class PostgresMemoryStore:
         async with self._connection("reading the removed versions of index sequences") as conn:
             return await erasure.removed_versions(conn, scope_id, threads, batches)
 
+    async def erased_since(self, scope_id: str, revision: int) -> bool:
+        async with self._connection("reading the scope's erasures") as conn:
+            return await erasure.erased_since(conn, scope_id, revision)
+
     async def delete_vectors(
         self, scope_id: str, keys: Sequence[int], *, keep_profile: str | None = None
     ) -> None:

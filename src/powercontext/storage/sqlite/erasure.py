@@ -184,6 +184,15 @@ def tombstones(conn: sqlite3.Connection, query: TombstoneQuery) -> list[Tombston
     return [tombstone_from_row(row, datetime.fromisoformat(row[4])) for row in rows]
 
 
+def erased_since(conn: sqlite3.Connection, scope_id: str, revision: int) -> bool:
+    """MemoryStore.erased_since: a range of the change log's primary key, then its op."""
+    row = conn.execute(
+        "SELECT 1 FROM changes WHERE scope_id = ? AND revision > ? AND op = 'forget' LIMIT 1",
+        (scope_id, revision),
+    ).fetchone()
+    return row is not None
+
+
 def removed_versions(
     conn: sqlite3.Connection,
     scope_id: str,

@@ -286,6 +286,12 @@ class SqliteMemoryStore:
             "reading the removed versions of index sequences",
         )
 
+    async def erased_since(self, scope_id: str, revision: int) -> bool:
+        return await self._read(
+            lambda conn: erasure.erased_since(conn, scope_id, revision),
+            "reading the scope's erasures",
+        )
+
     async def delete_vectors(
         self, scope_id: str, keys: Sequence[int], *, keep_profile: str | None = None
     ) -> None:
