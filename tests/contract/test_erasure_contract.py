@@ -231,3 +231,16 @@ async def test_a_keyed_retry_after_a_failed_scrub_scrubs_again(
         await memory.forget(request)  # committed, then failed in the scrub
     again = await memory.forget(request)
     assert again.erased_versions == 1 and scrubs == [SCOPE, SCOPE]
+
+
+async def test_erased_since_tells_the_revisions_after_an_erasure(store: MemoryStore) -> None:
+    memory = _memory(store)
+    batch = [RememberMemoryRequest(text=f"turn {i}", thread="t") for i in range(5)]
+    first = (await memory.remember_many(batch)).entries[0]
+    await memory.retire(RetireMemoryRequest(citation=first.citation))  # revision 2
+    assert not await store.erased_since(SCOPE, 0)
+    forgotten = await memory.forget(ForgetMemoryRequest(entry_ids=(first.entry_id,)))
+    assert forgotten.memory_ref is not None and forgotten.memory_ref.revision == 3
+    await memory.remember_many(batch)  # revision 4: more changes after it than revisions
+    assert [await store.erased_since(SCOPE, r) for r in range(5)] == [True] * 3 + [False] * 2
+    assert not await store.erased_since("another scope", 0)

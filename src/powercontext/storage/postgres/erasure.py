@@ -160,10 +160,20 @@ async def tombstones(conn: AsyncConnection[TupleRow], query: TombstoneQuery) -> 
     return [tombstone_from_row(row, row[4]) for row in await cur.fetchall()]
 
 
+# An erasure's revision holds `forget` changes only (and a write's none): the first change of
+# each revision after the one asked tells, one primary-key probe per revision, however many
+# entries the writes in between added.
+_ERASED_SINCE = (
+    "SELECT 1 FROM revisions r WHERE r.scope_id = %s AND r.revision > %s AND ("
+    "SELECT c.op FROM changes c WHERE c.scope_id = r.scope_id AND c.revision = r.revision "
+    "ORDER BY c.seq LIMIT 1) = 'forget' LIMIT 1"
+)
+
+
 async def erased_since(conn: AsyncConnection[TupleRow], scope_id: str, revision: int) -> bool:
-    """MemoryStore.erased_since: a range of the change log's primary key, then its op."""
+    """MemoryStore.erased_since."""
     cur = await conn.execute(
-        "SELECT 1 FROM changes WHERE scope_id = %s AND revision > %s AND op = 'forget' LIMIT 1",
+        _ERASED_SINCE,
         (scope_id, revision),
     )
     return await cur.fetchone() is not None

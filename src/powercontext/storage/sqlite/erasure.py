@@ -184,10 +184,20 @@ def tombstones(conn: sqlite3.Connection, query: TombstoneQuery) -> list[Tombston
     return [tombstone_from_row(row, datetime.fromisoformat(row[4])) for row in rows]
 
 
+# An erasure's revision holds `forget` changes only (and a write's none): the first change of
+# each revision after the one asked tells, one primary-key probe per revision, however many
+# entries the writes in between added.
+_ERASED_SINCE = (
+    "SELECT 1 FROM revisions r WHERE r.scope_id = ? AND r.revision > ? AND ("
+    "SELECT c.op FROM changes c WHERE c.scope_id = r.scope_id AND c.revision = r.revision "
+    "ORDER BY c.seq LIMIT 1) = 'forget' LIMIT 1"
+)
+
+
 def erased_since(conn: sqlite3.Connection, scope_id: str, revision: int) -> bool:
-    """MemoryStore.erased_since: a range of the change log's primary key, then its op."""
+    """MemoryStore.erased_since."""
     row = conn.execute(
-        "SELECT 1 FROM changes WHERE scope_id = ? AND revision > ? AND op = 'forget' LIMIT 1",
+        _ERASED_SINCE,
         (scope_id, revision),
     ).fetchone()
     return row is not None

@@ -287,7 +287,8 @@ class SqliteMemoryStore:
         )
 
     async def erased_since(self, scope_id: str, revision: int) -> bool:
-        return await self._read(
+        # Every contextual write asks this: a few rows of the change log, read on the loop.
+        return await self._read_point(
             lambda conn: erasure.erased_since(conn, scope_id, revision),
             "reading the scope's erasures",
         )
