@@ -205,16 +205,23 @@ async def removed_versions(
 async def delete_vectors(
     conn: AsyncConnection[TupleRow], scope_id: str, keys: Sequence[int], keep_profile: str | None
 ) -> None:
-    """MemoryStore.delete_vectors."""
+    """MemoryStore.delete_vectors; the scope's deletion count moves with them (every process's
+    missing-vector hints read it)."""
     wanted = sorted(set(keys))
-    if keep_profile is None:
-        await conn.execute(
-            "DELETE FROM entry_vectors WHERE scope_id = %s AND key = ANY(%s::bigint[])",
-            (scope_id, wanted),
-        )
-    else:
-        await conn.execute(
-            "DELETE FROM entry_vectors WHERE scope_id = %s AND key = ANY(%s::bigint[]) "
-            "AND profile_id <> %s",
-            (scope_id, wanted, keep_profile),
-        )
+    async with conn.transaction():
+        if keep_profile is None:
+            cur = await conn.execute(
+                "DELETE FROM entry_vectors WHERE scope_id = %s AND key = ANY(%s::bigint[])",
+                (scope_id, wanted),
+            )
+        else:
+            cur = await conn.execute(
+                "DELETE FROM entry_vectors WHERE scope_id = %s AND key = ANY(%s::bigint[]) "
+                "AND profile_id <> %s",
+                (scope_id, wanted, keep_profile),
+            )
+        if cur.rowcount:
+            await conn.execute(
+                "UPDATE scopes SET vector_deletions = vector_deletions + 1 WHERE scope_id = %s",
+                (scope_id,),
+            )

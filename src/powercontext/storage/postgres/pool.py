@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
+from typing import TypeVar
 
 import numpy as np
 import psycopg
@@ -29,10 +30,13 @@ Pool = AsyncConnectionPool[AsyncConnection[TupleRow]]
 _CACHE_LIMIT = 4096
 
 
-class BoundedHints(OrderedDict[tuple[str, str], int]):
+V = TypeVar("V")
+
+
+class BoundedHints(OrderedDict[tuple[str, str], V]):
     """A small LRU map; what it holds is a hint that is re-derived when evicted."""
 
-    def remember(self, key: tuple[str, str], value: int) -> None:
+    def remember(self, key: tuple[str, str], value: V) -> None:
         self[key] = value
         self.move_to_end(key)
         while len(self) > _CACHE_LIMIT:

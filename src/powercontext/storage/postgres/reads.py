@@ -148,21 +148,46 @@ async def missing_vectors(
     scope_id: str,
     revision: int,
     profile_id: str,
-    added_after: int,
-) -> tuple[int, bool]:
-    """How many versions active at `revision`, added after `added_after`, have no vector of the
-    profile; and whether the revision exists yet (only then is its active set final)."""
+    hint: tuple[int, int] | None,
+) -> tuple[int, bool, int]:
+    """How many versions active at `revision` have no vector of the profile; whether the
+    revision exists yet (only then is its active set final); and the scope's vector deletion
+    count. `hint` (deletions, through): every version added by revision `through` had its
+    vector while the scope's deletion count was `deletions`. While it still is, only versions
+    added after `through` are counted. One statement: the count and the counter agree."""
+    deletions, through = hint if hint is not None else (-1, 0)
     cur = await conn.execute(
-        "SELECT (SELECT count(*) FROM entry_versions e WHERE e.scope_id = %s "
-        f"AND e.added_revision > %s AND {ACTIVE_AT} "
+        "SELECT s.vector_deletions, (SELECT count(*) FROM entry_versions e "
+        "WHERE e.scope_id = %s AND e.added_revision > "
+        "(CASE WHEN s.vector_deletions = %s THEN %s ELSE 0 END) "
+        f"AND {ACTIVE_AT} "
         "AND NOT EXISTS (SELECT 1 FROM entry_vectors v "
         "WHERE v.scope_id = e.scope_id AND v.profile_id = %s AND v.key = e.key)), "
-        "EXISTS (SELECT 1 FROM revisions WHERE scope_id = %s AND revision = %s)",
-        (scope_id, added_after, revision, revision, profile_id, scope_id, revision),
+        "EXISTS (SELECT 1 FROM revisions WHERE scope_id = %s AND revision = %s) "
+        "FROM scopes s WHERE s.scope_id = %s",
+        (
+            scope_id,
+            deletions,
+            through,
+            revision,
+            revision,
+            profile_id,
+            scope_id,
+            revision,
+            scope_id,
+        ),
     )
     row = await cur.fetchone()
-    assert row is not None
-    return int(row[0]), bool(row[1])
+    if row is None:  # no such scope: nothing stored, nothing missing
+        return 0, False, 0
+    return int(row[1]), bool(row[2]), int(row[0])
+
+
+async def vector_deletions(conn: AsyncConnection[TupleRow], scope_id: str) -> int:
+    """The scope's vector deletion count (0 for a scope not stored)."""
+    cur = await conn.execute("SELECT vector_deletions FROM scopes WHERE scope_id = %s", (scope_id,))
+    row = await cur.fetchone()
+    return int(row[0]) if row is not None else 0
 
 
 async def versions_missing_vectors(

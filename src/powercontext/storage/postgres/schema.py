@@ -204,7 +204,21 @@ _V_PEAKS = (
     "ANALYZE entry_versions",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V_BM25, _V_ERASURE, _V_PEAKS)
+# Migration 7: how many times vectors of a scope's stored versions were deleted
+# (MemoryStore.delete_vectors, after an erasure). A process keeps hints that every version up to
+# a revision has its vector; another process's deletion makes them wrong, and this counter,
+# read with each count, tells every process so.
+_V_VECTOR_DELETIONS = ("ALTER TABLE scopes ADD COLUMN vector_deletions bigint NOT NULL DEFAULT 0",)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    _V1,
+    _V2,
+    _V3,
+    _V_BM25,
+    _V_ERASURE,
+    _V_PEAKS,
+    _V_VECTOR_DELETIONS,
+)
 """MIGRATIONS[i] brings the schema from version i to version i + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

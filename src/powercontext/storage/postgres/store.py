@@ -53,15 +53,18 @@ class PostgresMemoryStore:
         self._indexed: dict[str, int] = {}
         self._casts = vectors.IndexCasts()
         self._deferred: set[str] = set()  # profiles whose index waits for the end of a bulk load
-        self._dimensions = BoundedHints()
-        # (scope, profile) -> a revision at which every active version had a vector. Only an
-        # erasure deletes vectors of stored versions (delete_vectors), and it forgets the
-        # scope's hints in this process; another process's stay until evicted or restarted.
-        self._embedded_through = BoundedHints()
-        # (scope, profile) -> a key below which every version active at the head has a vector.
-        # A scope's keys are drawn under its commit lock, so later versions get larger keys;
-        # this is what lets `reindex` page through a million versions without rescanning.
-        self._missing_from = BoundedHints()
+        self._dimensions: BoundedHints[int] = BoundedHints()
+        # (scope, profile) -> (deletions, revision): every version active at that revision had
+        # a vector while the scope's vector deletion count (scopes.vector_deletions) was
+        # `deletions`. Only an erasure deletes vectors of stored versions (delete_vectors), in
+        # any process: each count reads the counter in the same statement, and drops the hint
+        # once it moved.
+        self._embedded_through: BoundedHints[tuple[int, int]] = BoundedHints()
+        # (scope, profile) -> (deletions, key): every version active at the head below the key
+        # had a vector at that deletion count. A scope's keys are drawn under its commit lock,
+        # so later versions get larger keys; this is what lets `reindex` page through a
+        # million versions without rescanning.
+        self._missing_from: BoundedHints[tuple[int, int]] = BoundedHints()
 
     @classmethod
     async def open(cls, url: str, *, options: PostgresOptions | None = None) -> PostgresMemoryStore:
@@ -224,26 +227,31 @@ class PostgresMemoryStore:
             return [(int(row[0]), float(row[1])) for row in await cur.fetchall()]
 
     async def missing_vector_count(self, scope_id: str, revision: int, profile_id: str) -> int:
+        key = (scope_id, profile_id)
+        hint = self._embedded_through.get(key)
+        # Versions active at a revision >= `through` that were added by `through` were active
+        # then, so they have vectors, unless one was deleted since (the deletion count moved).
+        usable = hint if hint is not None and revision >= hint[1] else None
         async with self._connection("counting missing vectors") as conn:
-            through = self._embedded_through.get((scope_id, profile_id))
-            # Versions active at a revision >= `through` that were added by `through` were
-            # active then, so they have vectors: only later additions need counting.
-            after = through if through is not None and revision >= through else 0
-            missing, exists = await reads.missing_vectors(
-                conn, scope_id, revision, profile_id, after
+            missing, exists, deletions = await reads.missing_vectors(
+                conn, scope_id, revision, profile_id, usable
             )
         if missing == 0 and exists:
-            self._embedded_through.remember((scope_id, profile_id), max(revision, through or 0))
+            through = usable[1] if usable is not None and usable[0] == deletions else 0
+            self._embedded_through.remember(key, (deletions, max(revision, through)))
         return missing
 
     async def versions_missing_vectors(
         self, scope_id: str, profile_id: str, *, limit: int
     ) -> list[StoredVersion]:
-        start = self._missing_from.get((scope_id, profile_id), 0)
+        key = (scope_id, profile_id)
         async with self._connection("listing versions without vectors") as conn:
+            deletions = await reads.vector_deletions(conn, scope_id)
+            hint = self._missing_from.get(key)
+            start = hint[1] if hint is not None and hint[0] == deletions else 0
             found = await reads.versions_missing_vectors(conn, scope_id, profile_id, start, limit)
         if found:
-            self._missing_from.remember((scope_id, profile_id), found[0].key)
+            self._missing_from.remember(key, (deletions, found[0].key))
         return found
 
     async def thread_tail(
