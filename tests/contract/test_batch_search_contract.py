@@ -136,6 +136,31 @@ async def test_batch_answers_one_revision_while_writes_land(store: MemoryStore) 
         assert all(int(h.text.rsplit(" ", 1)[1]) < ref.revision - head for h in fresh)
 
 
+async def test_a_search_repeated_in_a_batch_is_reranked_once(store: MemoryStore) -> None:
+    class Counting(SlowReranker):
+        def __init__(self) -> None:
+            super().__init__()
+            self.queries: list[str] = []
+
+        async def rerank(
+            self, query: str, candidates: tuple[MemoryHit, ...], limit: int
+        ) -> MemoryRerankDecision:
+            self.queries.append(query)
+            return await super().rerank(query, candidates, limit)
+
+    reranker = Counting()
+    service = MemoryService(store, embedder=HashingEmbedder(64), reranker=reranker)
+    await _seed(service)
+    garden, travel = _queries(4)[2:4]
+    fewer = garden.model_copy(update={"limit": 2})
+    pages = await service.search_batch("s", [garden, travel, garden, fewer, garden])
+    assert sorted(reranker.queries) == ["the garden", "the garden", "the travel"]
+    assert pages[0] == pages[2] == pages[4] and len(pages[3].hits) == 2
+    assert [h.entry_id for h in pages[0].hits] == [
+        h.entry_id for h in (await service.search("s", garden)).hits
+    ]
+
+
 async def test_batch_reranks_are_concurrent_and_bounded(store: MemoryStore) -> None:
     reranker = SlowReranker()
     service = MemoryService(

@@ -151,13 +151,19 @@ class SearchPipeline:
             return tuple(MemorySearchPage(memory_ref=None, mode=m, hits=()) for m in modes)
         vectors = await self._query_vectors(requests, modes, batch=batch)
         rerank_slots = asyncio.Semaphore(config.rerank_concurrency)
+        # A search repeated within a batch is answered once: the same head, so the same page,
+        # and one rerank (a generation request) instead of one per copy.
+        slots = _first_of_each(requests, modes)
+        distinct = sorted(set(slots))
         with search_deadline(deadline):
-            return await _all_or_nothing(
+            pages = await _all_or_nothing(
                 [
-                    self._search_at(scope_id, head, request, mode, vector, rerank_slots)
-                    for request, mode, vector in zip(requests, modes, vectors, strict=True)
+                    self._search_at(scope_id, head, requests[i], modes[i], vectors[i], rerank_slots)
+                    for i in distinct
                 ]
             )
+        answered = dict(zip(distinct, pages, strict=True))
+        return tuple(answered[slot] for slot in slots)
 
     async def _query_vectors(
         self, requests: Sequence[SearchMemoryRequest], modes: list[ResolvedMode], *, batch: bool
@@ -420,6 +426,19 @@ async def _embed_chunk(embedder: EmbeddingModel, texts: list[str]) -> Sequence[S
     if len(raw) != len(texts):
         raise ValueError(f"{len(raw)} vectors for {len(texts)} queries")
     return raw
+
+
+def _first_of_each(
+    requests: Sequence[SearchMemoryRequest], modes: Sequence[ResolvedMode]
+) -> list[int]:
+    """For each request, the index of its first identical copy (itself when it has none)."""
+    if len(requests) == 1:  # a single search: nothing to compare (and no dump to pay for)
+        return [0]
+    first: dict[tuple[str, str], int] = {}
+    return [
+        first.setdefault((mode, request.model_dump_json()), i)
+        for i, (request, mode) in enumerate(zip(requests, modes, strict=True))
+    ]
 
 
 async def _all_or_nothing(searches: list[Coroutine[Any, Any, T]]) -> tuple[T, ...]:
