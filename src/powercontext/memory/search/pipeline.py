@@ -13,9 +13,9 @@ two ports that do I/O (the store, the reranker) and the query embedding.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 from powercontext.memory.backfill import backfill_failure, filling, warn_auto_served_fts
 from powercontext.memory.errors import (
@@ -40,6 +40,7 @@ from powercontext.memory.ports import (
 from powercontext.memory.rerank.deadline import search_deadline
 from powercontext.memory.search.admission import Admission, admit
 from powercontext.memory.search.analyze import analyze, query_terms
+from powercontext.memory.search.batching import all_or_nothing, embed_chunk, first_of_each
 from powercontext.memory.search.candidates import CandidateChoice
 from powercontext.memory.search.feedback import FeedbackConfig, bounded, feed_back
 from powercontext.memory.search.fields import SPEAKER_PREFIX
@@ -60,10 +61,7 @@ from powercontext.memory.values import ResolvedMode
 from powercontext.memory.vectors import unit_vector
 
 if TYPE_CHECKING:
-    from powercontext.memory.ports import EmbeddingModel
     from powercontext.memory.service import MemoryService
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,10 +151,10 @@ class SearchPipeline:
         rerank_slots = asyncio.Semaphore(config.rerank_concurrency)
         # A search repeated within a batch is answered once: the same head, so the same page,
         # and one rerank (a generation request) instead of one per copy.
-        slots = _first_of_each(requests, modes)
+        slots = first_of_each(requests, modes)
         distinct = sorted(set(slots))
         with search_deadline(deadline):
-            pages = await _all_or_nothing(
+            pages = await all_or_nothing(
                 [
                     self._search_at(scope_id, head, requests[i], modes[i], vectors[i], rerank_slots)
                     for i in distinct
@@ -184,10 +182,10 @@ class SearchPipeline:
         chunks = [texts[start : start + size] for start in range(0, len(texts), size)]
         try:
             if len(chunks) == 1:
-                raw: Sequence[Sequence[float]] = await _embed_chunk(embedder, chunks[0])
+                raw: Sequence[Sequence[float]] = await embed_chunk(embedder, chunks[0])
             else:
                 # All or nothing, as one call would be: the first failure cancels the rest.
-                parts = await _all_or_nothing([_embed_chunk(embedder, c) for c in chunks])
+                parts = await all_or_nothing([embed_chunk(embedder, c) for c in chunks])
                 raw = [row for part in parts for row in part]
             for i, row in zip(wanted, raw, strict=True):
                 vectors[i] = unit_vector(row, embedder.profile.dimension)
@@ -416,40 +414,3 @@ class SearchPipeline:
             return ()
         stored = await self._store.fetch_versions(scope_id, [f.key for f in fused])
         return hits_of(MemoryRef(scope_id=scope_id, revision=revision), fused, stored, explained)
-
-
-async def _embed_chunk(embedder: EmbeddingModel, texts: list[str]) -> Sequence[Sequence[float]]:
-    # One query alone takes the single search's call, so its vector is the same one.
-    if len(texts) == 1:
-        return [await embedder.embed_query(texts[0])]
-    raw = await embedder.embed_queries(texts)
-    if len(raw) != len(texts):
-        raise ValueError(f"{len(raw)} vectors for {len(texts)} queries")
-    return raw
-
-
-def _first_of_each(
-    requests: Sequence[SearchMemoryRequest], modes: Sequence[ResolvedMode]
-) -> list[int]:
-    """For each request, the index of its first identical copy (itself when it has none)."""
-    if len(requests) == 1:  # a single search: nothing to compare (and no dump to pay for)
-        return [0]
-    first: dict[tuple[str, str], int] = {}
-    return [
-        first.setdefault((mode, request.model_dump_json()), i)
-        for i, (request, mode) in enumerate(zip(requests, modes, strict=True))
-    ]
-
-
-async def _all_or_nothing(searches: list[Coroutine[Any, Any, T]]) -> tuple[T, ...]:
-    """Run concurrently, in order; on the first error cancel the rest and raise it."""
-    if len(searches) == 1:
-        return (await searches[0],)
-    tasks = [asyncio.ensure_future(search) for search in searches]
-    try:
-        return tuple(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
