@@ -56,6 +56,10 @@ async def write_entries(
     an interrupted `turns` ingest holds a prefix of the entries, written in order: the rest
     is written now, or the run would be scored against part of the conversation.
     """
+    if not requests:
+        # A conversation without a written turn (counted when loading): nothing to write,
+        # and its questions search an empty scope.
+        return True
     first = _first_entry_of_empty_scope(requests)
     try:
         if write == "batch":

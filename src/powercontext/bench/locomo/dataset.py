@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from powercontext.bench.locomo.evidence_ids import (
     resolve_evidence,
 )
 from powercontext.bench.locomo.session_dates import parse_session_date
+from powercontext.memory.values import MAX_TEXT_BYTES
 
 __all__ = [
     "CATEGORY_NAMES",
@@ -129,6 +131,8 @@ class Conversation:
     sessions: tuple[Session, ...]
     qa: tuple[QAItem, ...]
     turns_by_id: dict[str, Turn] = field(repr=False)
+    issues: DatasetIssues = field(default_factory=DatasetIssues, repr=False, compare=False)
+    """This conversation's quirks, so a run over a selection reports only its own."""
 
     @property
     def turn_count(self) -> int:
@@ -152,6 +156,11 @@ class Dataset:
     def question_count(self) -> int:
         return sum(len(conversation.qa) for conversation in self.conversations)
 
+    def issues_for(self, sample_ids: Iterable[str]) -> DatasetIssues:
+        """The quirks of these conversations only: what a run over them left out or repaired."""
+        wanted = set(sample_ids)
+        return DatasetIssues.merged(c.issues for c in self.conversations if c.sample_id in wanted)
+
 
 def load_dataset(path: Path | str) -> Dataset:
     path = Path(path)
@@ -172,15 +181,15 @@ def load_dataset(path: Path | str) -> Dataset:
 def parse_dataset(raw: Any, *, source: str = "<memory>", sha256: str = "") -> Dataset:
     if not isinstance(raw, list) or not raw:
         raise DatasetError("a LoCoMo file is a non-empty JSON list of samples")
-    issues = DatasetIssues()
     conversations = []
     seen: set[str] = set()
     for number, sample in enumerate(raw):
-        conversation = _parse_sample(sample, number, issues)
+        conversation = _parse_sample(sample, number, DatasetIssues())
         if conversation.sample_id in seen:
             raise DatasetError(f"sample_id {conversation.sample_id!r} occurs twice")
         seen.add(conversation.sample_id)
         conversations.append(conversation)
+    issues = DatasetIssues.merged(conversation.issues for conversation in conversations)
     return Dataset(source=source, sha256=sha256, conversations=tuple(conversations), issues=issues)
 
 
@@ -198,6 +207,9 @@ def _parse_sample(sample: Any, number: int, issues: DatasetIssues) -> Conversati
                 issues.note("duplicate_dia_id", f"{sample_id} {turn.dia_id}")
                 continue
             turns_by_id[turn.dia_id] = turn
+    if not turns_by_id:
+        # Nothing is written for it, so every question it has cites no written turn.
+        issues.note("conversation_without_turns", sample_id)
     raw_qa = sample.get("qa", [])
     if not isinstance(raw_qa, list):
         raise DatasetError(f"{sample_id}: `qa` must be a list")
@@ -215,35 +227,36 @@ def _parse_sample(sample: Any, number: int, issues: DatasetIssues) -> Conversati
         sessions=sessions,
         qa=qa,
         turns_by_id=turns_by_id,
+        issues=issues,
     )
 
 
 def _parse_sessions(
     sample_id: str, body: dict[str, Any], issues: DatasetIssues, unwritten: set[str]
 ) -> tuple[Session, ...]:
+    session_keys = _keys_by_number(sample_id, body, _SESSION_KEY)
+    date_keys = _keys_by_number(sample_id, body, _DATE_KEY)
     numbers = []
-    for key, value in body.items():
-        if match := _SESSION_KEY.fullmatch(key):
-            if isinstance(value, list):
-                numbers.append(int(match.group(1)))
-            else:
-                issues.note("session_not_a_list", f"{sample_id} {key}={type(value).__name__}")
+    for number, key in session_keys.items():
+        if isinstance(body[key], list):
+            numbers.append(number)
+        else:
+            issues.note("session_not_a_list", f"{sample_id} {key}={type(body[key]).__name__}")
     numbers.sort()
     if not numbers:
         raise DatasetError(f"{sample_id}: no `session_N` turn lists")
-    dated = {int(match.group(1)) for key in body if (match := _DATE_KEY.fullmatch(key))}
-    for orphan in sorted(dated - set(numbers)):
-        issues.note("session_date_without_session", f"{sample_id} session_{orphan}_date_time")
+    for orphan in sorted(set(date_keys) - set(numbers)):
+        issues.note("session_date_without_session", f"{sample_id} {date_keys[orphan]}")
     sessions = []
     for number in numbers:
-        date_time = body.get(f"session_{number}_date_time")
+        date_time = body.get(date_keys[number]) if number in date_keys else None
         if not date_time:
             issues.note("session_without_date", f"{sample_id} session_{number}")
         elif parse_session_date(str(date_time)) is None:
             # Written without `occurred_at`: say so, or the run silently loses the dates.
             issues.note("session_date_unparseable", f"{sample_id} session_{number} {date_time!r}")
         turns = []
-        for position, raw in enumerate(body[f"session_{number}"]):
+        for position, raw in enumerate(body[session_keys[number]]):
             turn = _parse_turn(sample_id, number, position, raw, issues)
             if turn is not None:
                 turns.append(turn)
@@ -255,6 +268,21 @@ def _parse_sessions(
             )
         )
     return tuple(sessions)
+
+
+def _keys_by_number(
+    sample_id: str, body: dict[str, Any], pattern: re.Pattern[str]
+) -> dict[int, str]:
+    """The keys of `body` matching `pattern`, by session number: `session_01` is session 1
+    (its turns are `D1:n`). Two keys naming one number are ambiguous, so refused."""
+    keys: dict[int, str] = {}
+    for key in body:
+        if match := pattern.fullmatch(key):
+            number = int(match.group(1))
+            if number in keys:
+                raise DatasetError(f"{sample_id}: `{keys[number]}` and `{key}` name one session")
+            keys[number] = key
+    return keys
 
 
 def _parse_turn(
@@ -272,7 +300,7 @@ def _parse_turn(
     speaker = str(raw.get("speaker") or "").strip()
     if not speaker:
         issues.note("turn_without_speaker", f"{where} {raw['dia_id']}")
-    return Turn(
+    turn = Turn(
         dia_id=canonical_dia_id(str(raw["dia_id"])) or str(raw["dia_id"]),
         session=session,
         position=position,
@@ -280,6 +308,11 @@ def _parse_turn(
         text=text,
         caption=caption,
     )
+    size = len(turn.line.encode("utf-8"))
+    if size > MAX_TEXT_BYTES:
+        # Written cut to the entry bound (ingest.py): an entry must be written for the turn.
+        issues.note("turn_text_cut", f"{where} {turn.dia_id} ({size} bytes)")
+    return turn
 
 
 def _parse_qa(

@@ -7,6 +7,7 @@ normalise without importing the loader that calls them.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,17 @@ class DatasetIssues:
         shown = self.examples.setdefault(kind, [])
         if len(shown) < limit:
             shown.append(example)
+
+    @classmethod
+    def merged(cls, parts: Iterable[DatasetIssues], limit: int = 5) -> DatasetIssues:
+        """The tally of several (each conversation's), examples kept in order up to `limit`."""
+        total = cls()
+        for part in parts:
+            total.counts.update(part.counts)
+            for kind, values in part.examples.items():
+                shown = total.examples.setdefault(kind, [])
+                shown.extend(values[: max(0, limit - len(shown))])
+        return total
 
     def as_dict(self) -> dict[str, Any]:
         return {

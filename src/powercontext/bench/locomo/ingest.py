@@ -39,7 +39,8 @@ def session_thread(conversation: Conversation, session: Session) -> str:
 def turn_request(conversation: Conversation, session: Session, turn: Turn) -> RememberMemoryRequest:
     return RememberMemoryRequest(
         kind="turn",
-        text=turn.line,
+        # A turn longer than the bound is cut (counted as `turn_text_cut` when loading).
+        text=_cut_to_bytes(turn.line, MAX_TEXT_BYTES),
         thread=session_thread(conversation, session),
         occurred_at=session.occurred_at,
         metadata={

@@ -132,7 +132,8 @@ def build_results(
             "questions_with_unresolved_evidence": sum(
                 1 for r in records if r.get("unresolved_evidence")
             ),
-            "issues": dataset.issues.as_dict(),
+            # The run's conversations only: a selection must not report another's exclusions.
+            "issues": dataset.issues_for(p["sample_id"] for p in conversations).as_dict(),
         },
         "ingest": {payload["sample_id"]: payload["ingest"] for payload in conversations},
         "modes": dict(Counter(str(r["mode"]) for r in records)),

@@ -203,8 +203,8 @@ DROPPED_QA = ("qa_without_question", "qa_unknown_category")
 """Issues whose qa items are not in the run at all (every other quirk is scored or counted)."""
 
 
-def _dropped(dataset: Dataset) -> str:
-    counts = dataset.issues.counts
+def _dropped(dataset: Dataset, conversations: Sequence[Conversation]) -> str:
+    counts = dataset.issues_for(c.sample_id for c in conversations).counts
     dropped = [f"{kind} {counts[kind]}" for kind in DROPPED_QA if counts[kind]]
     return f" (qa items left out: {', '.join(dropped)})" if dropped else ""
 
@@ -251,7 +251,7 @@ async def run_locomo(
         # A run over nothing would write n/a everywhere and exit 0, as if it had measured.
         raise DatasetError(
             f"{dataset.source}: the selected conversations hold no question to score"
-            f"{_dropped(dataset)}"
+            f"{_dropped(dataset, conversations)}"
         )
     base = base_settings if base_settings is not None else ServerSettings()
     answerer = judge = None
