@@ -22,12 +22,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 
-from powercontext.memory.filters import MemoryFilter
 from powercontext.memory.indexing.context import IndexTextConfig
-from powercontext.memory.indexing.removals import Derived, derive, had_neighbours, members_listed
-from powercontext.memory.indexing.threads import EmbeddingItem, index_sequences, sequence_key
+from powercontext.memory.indexing.removals import Derived, derive, had_neighbours, stretch
+from powercontext.memory.indexing.threads import EmbeddingItem, index_sequences
 from powercontext.memory.indexing.vectors import CATCH_UP_ROUNDS, VectorIndexer
-from powercontext.memory.ports import StoredVersion
 from powercontext.memory.search.analyze import AnalyzerConfig
 
 log = logging.getLogger("powercontext.memory")
@@ -92,7 +90,7 @@ async def rederive_keys(
     ]
     derived: Derived = {}
     for group in index_sequences(sorted(members, key=lambda version: version.key)):
-        peers = await _sequence_from(indexer, index, scope_id, head, group[0])
+        peers = await stretch(indexer, index, scope_id, head, group[0], to_end=True)
         derived.update(derive(peers, {version.key for version in group}, index, analyzer))
     if index.context_fts and derived:
         tokens = [(key, value[0]) for key, value in derived.items()]
@@ -101,28 +99,3 @@ async def rederive_keys(
     if index.context_vector and indexer.embedder is not None and work:
         await indexer.embed_and_store(scope_id, work, lambda _done, _total: None)
     return len(derived)
-
-
-async def _sequence_from(
-    indexer: VectorIndexer,
-    index: IndexTextConfig,
-    scope_id: str,
-    head: int,
-    first: StoredVersion,
-) -> list[StoredVersion]:
-    """The members of `first`'s sequence active at `head` from the `before + after` ones
-    before it to the end, ascending by key (a batch: all of it)."""
-    wanted = sequence_key(first)
-    if first.thread is None:
-        return await members_listed(
-            indexer, scope_id, head, None, wanted, after_key=None, limit=None
-        )
-    reach = index.context_before + index.context_after
-    earlier = await indexer.store.thread_tail(
-        scope_id, first.thread, limit=reach, before_key=first.key
-    )
-    where = MemoryFilter(threads=(first.thread,))
-    later = await members_listed(
-        indexer, scope_id, head, where, wanted, after_key=first.key - 1, limit=None
-    )
-    return [*earlier, *later]

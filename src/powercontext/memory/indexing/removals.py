@@ -170,33 +170,37 @@ def closed_over(
     return {key for key, window in after.items() if before[key] != window}
 
 
-async def _stretch(
+async def stretch(
     indexer: VectorIndexer,
     index: IndexTextConfig,
     scope_id: str,
     head: int,
-    removed: StoredVersion,
+    version: StoredVersion,
+    *,
+    to_end: bool = False,
 ) -> list[StoredVersion]:
-    """The versions active at `head` of the sequence `removed` was indexed in that the windows
-    closing over its gap can reach, ascending by key.
+    """Versions active at `head` of the sequence `version` was indexed in, ascending by key:
+    the `before + after` turns before it, then the `before + after` after it (or, `to_end`,
+    it and every later one).
 
-    Of a thread, only the `before + after` turns on each side of it: the entries whose window
-    held it are the `after` ones before it and the `before` ones after it, and each of their
-    new windows reaches `before` and `after` further. A retire in a long thread reads a few
-    rows, not the thread. A batch (thread-less versions grouped by a metadata key) has no
-    filter of its own, so the scope is listed for it."""
-    wanted = sequence_key(removed)
-    if removed.thread is None:
+    Around a removed version, that is what the windows closing over its gap can reach: the
+    entries whose window held it are the `after` ones before it and the `before` ones after
+    it, and each of their new windows reaches `before` and `after` further. A retire in a
+    long thread reads a few rows, not the thread. A batch (thread-less versions grouped by a
+    metadata key) has no filter of its own, so the scope is listed for it."""
+    wanted = sequence_key(version)
+    if version.thread is None:
         return await members_listed(
             indexer, scope_id, head, None, wanted, after_key=None, limit=None
         )
     reach = index.context_before + index.context_after
     earlier = await indexer.store.thread_tail(
-        scope_id, removed.thread, limit=reach, before_key=removed.key
+        scope_id, version.thread, limit=reach, before_key=version.key
     )
-    where = MemoryFilter(threads=(removed.thread,))
+    where = MemoryFilter(threads=(version.thread,))
+    after_key, limit = (version.key - 1, None) if to_end else (version.key, reach)
     later = await members_listed(
-        indexer, scope_id, head, where, wanted, after_key=removed.key, limit=reach
+        indexer, scope_id, head, where, wanted, after_key=after_key, limit=limit
     )
     return [*earlier, *later]
 
@@ -249,11 +253,11 @@ async def rederive_around(
         # Several removed versions of one sequence (an import's): the union of their stretches.
         stretches: dict[object, dict[int, StoredVersion]] = {}
         for version in removed:
-            stretch = stretches.setdefault(sequence_key(version), {})
-            if version.thread is None and stretch:
+            members = stretches.setdefault(sequence_key(version), {})
+            if version.thread is None and members:
                 continue  # a batch is listed whole once
-            for peer in await _stretch(indexer, index, scope_id, now, version):
-                stretch[peer.key] = peer
+            for peer in await stretch(indexer, index, scope_id, now, version):
+                members[peer.key] = peer
         derived: Derived = {}
         for wanted, by_key in stretches.items():
             peers = sorted(by_key.values(), key=lambda version: version.key)
