@@ -23,8 +23,14 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 
 from powercontext.memory.indexing.context import IndexTextConfig
-from powercontext.memory.indexing.removals import Derived, derive, had_neighbours, stretch
-from powercontext.memory.indexing.threads import EmbeddingItem, index_sequences
+from powercontext.memory.indexing.removals import (
+    Derived,
+    derive,
+    had_neighbours,
+    store_derived,
+    stretch,
+)
+from powercontext.memory.indexing.threads import index_sequences
 from powercontext.memory.indexing.vectors import CATCH_UP_ROUNDS, VectorIndexer
 from powercontext.memory.search.analyze import AnalyzerConfig
 
@@ -92,10 +98,5 @@ async def rederive_keys(
     for group in index_sequences(sorted(members, key=lambda version: version.key)):
         peers = await stretch(indexer, index, scope_id, head, group[0], to_end=True)
         derived.update(derive(peers, {version.key for version in group}, index, analyzer))
-    if index.context_fts and derived:
-        tokens = [(key, value[0]) for key, value in derived.items()]
-        await indexer.store.rewrite_index_tokens(scope_id, tokens)
-    work: list[EmbeddingItem] = [(key, value[1]) for key, value in derived.items()]
-    if index.context_vector and indexer.embedder is not None and work:
-        await indexer.embed_and_store(scope_id, work, lambda _done, _total: None)
+    await store_derived(indexer, index, scope_id, derived)
     return len(derived)

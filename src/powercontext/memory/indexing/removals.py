@@ -229,6 +229,19 @@ async def members_listed(
     return found if limit is None else found[:limit]
 
 
+async def store_derived(
+    indexer: VectorIndexer, index: IndexTextConfig, scope_id: str, derived: Derived
+) -> None:
+    """Rewrite the tokens and re-embed the vectors `derived` holds, each where contextual
+    indexing puts neighbours' words in it."""
+    if index.context_fts and derived:
+        tokens = [(key, value[0]) for key, value in derived.items()]
+        await indexer.store.rewrite_index_tokens(scope_id, tokens)
+    work: list[EmbeddingItem] = [(key, value[1]) for key, value in derived.items()]
+    if index.context_vector and indexer.embedder is not None and work:
+        await indexer.embed_and_store(scope_id, work, lambda _done, _total: None)
+
+
 async def rederive_around(
     indexer: VectorIndexer,
     index: IndexTextConfig,
@@ -263,12 +276,7 @@ async def rederive_around(
             peers = sorted(by_key.values(), key=lambda version: version.key)
             derived.update(derive(peers, keys(wanted, peers), index, analyzer))
         changed = {key: value for key, value in derived.items() if written.get(key) != value}
-        if index.context_fts and changed:
-            tokens = [(key, value[0]) for key, value in changed.items()]
-            await indexer.store.rewrite_index_tokens(scope_id, tokens)
-        work: list[EmbeddingItem] = [(key, value[1]) for key, value in changed.items()]
-        if index.context_vector and indexer.embedder is not None and work:
-            await indexer.embed_and_store(scope_id, work, lambda _done, _total: None)
+        await store_derived(indexer, index, scope_id, changed)
         written.update(changed)
 
     def gap(wanted: object, peers: list[StoredVersion]) -> set[int]:
