@@ -20,7 +20,7 @@ def _http_options(
     api_key: str | None,
     timeout: float | None,
 ) -> dict[str, Any]:
-    key = (
+    key = _header_key(
         api_key
         if api_key is not None
         else (settings.api_key.get_secret_value() if settings.api_key else None)
@@ -37,6 +37,22 @@ def _http_options(
         "headers": headers,
         "timeout": timeout if timeout is not None else settings.timeout,
     }
+
+
+def _header_key(key: str | None) -> str | None:
+    """The key as the Authorization header carries it. Whitespace around it (a key file's final
+    newline) never reaches a server, which strips a header value, so it is dropped; a character
+    no header carries (non-ASCII, a control) is refused here: it failed every request as an
+    unreachable server after the retries, or as a bare UnicodeEncodeError."""
+    if key is None:
+        return None
+    key = key.strip()
+    if not all(" " <= char <= "~" for char in key):
+        raise ConfigurationError(
+            "invalid API key (POWERCONTEXT_CLIENT_API_KEY, the CLI's --api-key): it holds a "
+            "character an HTTP header cannot carry; a key is printable ASCII"
+        )
+    return key
 
 
 def _policy(settings: ClientSettings, max_retries: int | None) -> RetryPolicy:

@@ -401,7 +401,16 @@ class ChangesRequest(_Wire):
     since_revision: JsonInt = _int_field(
         0, ge=0, description="Return changes of revisions after this one."
     )
-    limit: JsonInt = _int_field(1000, ge=1, le=10_000, description="Maximum changes returned.")
+    limit: JsonInt = _int_field(
+        1000,
+        ge=1,
+        le=10_000,
+        description=(
+            "Changes to return, in whole revisions: a page never splits a revision, so when "
+            "the first revision after `since_revision` holds more than `limit` changes (a "
+            "batch write), the page holds all of them."
+        ),
+    )
 
 
 class HeadRequest(_Wire):
@@ -475,7 +484,9 @@ class ChangeModel(_Wire):
 
 class ChangesPageModel(_Wire):
     memory_ref: MemoryRefModel | None = Field(description="The head; null for an empty scope.")
-    changes: list[ChangeModel] = Field(description="Changes after `since_revision`, oldest first.")
+    changes: list[ChangeModel] = Field(
+        description="Changes after `since_revision`, oldest first, whole revisions (see `limit`)."
+    )
     next_since_revision: int = Field(description="Pass as `since_revision` to continue.")
 
 

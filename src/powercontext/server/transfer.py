@@ -13,11 +13,11 @@ from contextlib import aclosing
 from typing import Annotated, Any, TypeVar
 from urllib.parse import unquote_to_bytes
 
+from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from powercontext.memory.errors import MemoryValidationError
 from powercontext.memory.iso_time import IsoDateTime
 from powercontext.memory.transfer import (
     FORMAT,
@@ -188,11 +188,18 @@ async def import_entries(call: Call, body: ImportEntriesRequest) -> ImportRespon
 Q = TypeVar("Q", bound=BaseModel)
 
 
-def _decoded(raw: bytes, what: str) -> str:
+def _query_error(name: str, message: str, type_: str = "value_error") -> RequestValidationError:
+    """A 422 of one query parameter, `details.errors` included (loc `["query", name]`) as for
+    a body's fields: the contract lists them for every validation_error."""
+    loc = ("query", name) if name else ("query",)
+    return RequestValidationError([{"loc": loc, "msg": message, "type": type_}])
+
+
+def _decoded(raw: bytes, name: str) -> str:
     try:
         return unquote_to_bytes(raw.replace(b"+", b" ")).decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise MemoryValidationError(f"{what}: not valid UTF-8 once percent-decoded") from exc
+        raise _query_error(name, "not valid UTF-8 once percent-decoded") from exc
 
 
 def query_parameters(raw: bytes) -> dict[str, str]:
@@ -206,12 +213,12 @@ def query_parameters(raw: bytes) -> dict[str, str]:
         if not part:
             continue
         name_raw, _, value_raw = part.partition(b"=")
-        name = _decoded(name_raw, "query")
+        name = _decoded(name_raw, "")
         if not name:
-            raise MemoryValidationError("query: a parameter has no name (`=value`)")
+            raise _query_error("", "a parameter has no name (`=value`)")
         if name in parameters:
-            raise MemoryValidationError(f"query.{name}: given more than once; give it once")
-        parameters[name] = _decoded(value_raw, f"query.{name}")
+            raise _query_error(name, "given more than once; give it once")
+        parameters[name] = _decoded(value_raw, name)
     return parameters
 
 
@@ -221,9 +228,8 @@ def query_of(model: type[Q], request: Request) -> Q:
     try:
         return model.model_validate(parameters)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "query"
-        raise MemoryValidationError(f"query.{where}: {first['msg']}") from exc
+        errors = [error | {"loc": ("query", *error["loc"])} for error in exc.errors()]
+        raise RequestValidationError(errors) from exc
 
 
 async def export_scope(call: Call, request: Request) -> Response:
