@@ -17,6 +17,7 @@ import binascii
 from powercontext.memory.errors import InvalidCursorError
 
 _PREFIX = "c1."
+_MAX_REVISION = 2**63 - 1
 
 
 def encode_cursor(revision: int, entry_version_id: str) -> str:
@@ -32,10 +33,12 @@ def decode_cursor(cursor: str, revision: int) -> str:
     try:
         raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode("utf-8")
         at, version_id = raw.split(":", 1)
-        at_revision = int(at)
     except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
         raise InvalidCursorError("invalid cursor: pass a next_cursor exactly as received") from exc
-    if not version_id:
+    # Only what `encode_cursor` writes: `int()` also reads "-1", "4_0" and non-ASCII digits,
+    # and advising "pass revision -1" would name a revision the API refuses.
+    at_revision = int(at) if at.isascii() and at.isdigit() else 0
+    if not version_id or not 1 <= at_revision <= _MAX_REVISION:
         raise InvalidCursorError("invalid cursor: pass a next_cursor exactly as received")
     if at_revision != revision:
         raise InvalidCursorError(

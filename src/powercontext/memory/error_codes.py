@@ -81,7 +81,7 @@ ERRORS: tuple[ErrorSpec, ...] = (
         422,
         InvalidCursorError,
         "ApiInvalidCursorError",
-        "the cursor is malformed or belongs to another scope, revision or filter.",
+        "the cursor is malformed or belongs to another scope or revision.",
     ),
     ErrorSpec(
         "validation_error",
