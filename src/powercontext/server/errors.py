@@ -9,6 +9,7 @@ the server log, tagged with the request id).
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from http import HTTPStatus
 from typing import Any
@@ -110,7 +111,21 @@ def describe(exc: PowerContextError) -> tuple[int, str, str, dict[str, Any]]:
         message = _storage_message(exc)
     else:
         message = spec.fixed_message or str(exc) or spec.code
+    if spec.code == "validation_error":
+        details = {"errors": [_runtime_validation_error(message)]}
     return spec.status, spec.code, message, details
+
+
+_PATH = re.compile(r"([A-Za-z_][\w]*(?:\.\w+)*): (.+)", re.DOTALL)
+
+
+def _runtime_validation_error(message: str) -> dict[str, Any]:
+    """The one error of a runtime validation failure in the shape of a body's field errors
+    (`loc`, `msg`, `type`), which the contract lists for every validation_error: the field
+    path its message starts with (`searches.2.query: ...`), else no location."""
+    if found := _PATH.fullmatch(message):
+        return {"loc": found.group(1).split("."), "msg": found.group(2), "type": "value_error"}
+    return {"loc": [], "msg": message, "type": "value_error"}
 
 
 def _request_id(request: Request) -> str | None:
