@@ -40,7 +40,9 @@ def reindex(
 
     Runs on the embedded store (POWERCONTEXT_SERVER_* settings); a server can stay up.
     """
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
+    from rich.text import Text
 
     columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     # Started at the first scope's first report: started at once, the bar wrote an empty line
@@ -52,7 +54,8 @@ def reindex(
         if not tasks:
             bar.start()
         if scope_id not in tasks:
-            tasks[scope_id] = bar.add_task(scope_id, total=total)
+            # A label is markup; a scope id is not (`team[/]a` ended the command).
+            tasks[scope_id] = bar.add_task(escape(scope_id), total=total)
         bar.update(tasks[scope_id], completed=done, total=max(total, done))
 
     async def go() -> dict[str, int]:
@@ -80,7 +83,7 @@ def reindex(
     where = counted(len(counts), "scope")
     if scopes:  # say which, so a log shows that the others were not touched
         where = f"{'scope' if len(counts) == 1 else 'scopes'} {', '.join(counts)}"
-    output.console.print(f"{done} {counted(total, 'entry')} in {where}", soft_wrap=True)
+    output.console.print(Text(f"{done} {counted(total, 'entry')} in {where}"), soft_wrap=True)
 
 
 def effective_configuration() -> dict[str, Any]:

@@ -17,6 +17,7 @@ from powercontext.cli import output
 from powercontext.cli.backends import CliMemory
 from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
 from powercontext.cli.memory_options import (
+    REQUEST_OPTIONS,
     Change,
     Connection,
     Scope,
@@ -102,7 +103,7 @@ def forget(
     connection: Connection,
 ) -> None:
     """Erase entries for good: every version's text, metadata, tokens and vectors."""
-    with fail_on_errors():
+    with fail_on_errors(REQUEST_OPTIONS):
         request = ForgetMemoryRequest(entry_ids=tuple(entry_ids), **erasure.recorded())
     erasure.confirm(f"Erase {counted(len(entry_ids), 'entry')} of {scope!r} for good?")
 
@@ -114,7 +115,8 @@ def forget(
 @erasing
 def forget_scope(scope: Scope, *, erasure: Erasure, connection: Connection) -> None:
     """Erase every entry of a scope for good; its revisions and tombstones remain."""
-    request = ForgetScopeRequest(**erasure.recorded())
+    with fail_on_errors(REQUEST_OPTIONS):  # a bad --reason or --idempotency-key: one line
+        request = ForgetScopeRequest(**erasure.recorded())
     erasure.confirm(f"Erase EVERY entry of scope {scope!r} for good?")
 
     result = connection.run(scope, lambda m: m.forget_scope(request, **_actor(m)))

@@ -17,6 +17,7 @@ from powercontext.cli import (
 )
 from powercontext.cli.errors import EXIT_FAILURE, fail_on_errors
 from powercontext.cli.memory_options import (
+    REQUEST_OPTIONS,
     AsOfRevision,
     Connection,
     ExpectedRevision,
@@ -56,21 +57,6 @@ _GET_EXAMPLES = """Examples:
   powercontext memory get 6f1c... -s project --revision 2  # an entry id"""
 
 
-# The request fields `remember` takes from options: an error names the option typed.
-_REMEMBER_OPTIONS = {
-    name: "--" + name.replace("_", "-")
-    for name in (
-        "kind",
-        "metadata",
-        "expected_revision",
-        "reason",
-        "thread",
-        "occurred_at",
-        "idempotency_key",
-    )
-}
-
-
 @app.command(epilog=_REMEMBER_EXAMPLES)
 @memory_command
 def remember(
@@ -87,7 +73,7 @@ def remember(
     connection: Connection,
 ) -> None:
     """Remember one entry."""
-    with fail_on_errors(_REMEMBER_OPTIONS):
+    with fail_on_errors(REQUEST_OPTIONS):
         # model_validate parses --occurred-at exactly as the HTTP API does.
         request = RememberMemoryRequest.model_validate(
             {
@@ -119,7 +105,7 @@ def search(
 
     --min-score and --min-similarity drop the full-text and vector candidates
     below them."""
-    with fail_on_errors():
+    with fail_on_errors(REQUEST_OPTIONS):
         request = SearchMemoryRequest(query=query, **options.request_fields())
     page = connection.run(scope, lambda m: m.search(request))
     output.print_search(page, connection.as_json)
@@ -141,7 +127,7 @@ def search_batch(
 
     One query per line (blank lines are skipped); prints one block of hits
     per query, in order. The filter and floors apply to every query."""
-    with fail_on_errors():
+    with fail_on_errors(REQUEST_OPTIONS):
         queries = read_queries(queries_file)
         shared = options.request_fields()
         requests = [SearchMemoryRequest.model_validate({"query": q, **shared}) for q in queries]

@@ -92,6 +92,28 @@ MinSimilarity = Annotated[
 ]
 
 
+REQUEST_OPTIONS = {
+    name: "--" + name.replace("_", "-")
+    for name in (
+        "kind",
+        "metadata",
+        "expected_revision",
+        "reason",
+        "thread",
+        "occurred_at",
+        "idempotency_key",
+        "limit",
+        "mode",
+        "revision",
+        "min_score",
+        "min_similarity",
+    )
+}
+"""The request fields the memory commands take from options, by the option's name: given to
+`fail_on_errors`, a validation error names what the user typed (`--min-score`, not
+`min_score`)."""
+
+
 @dataclass(frozen=True)
 class Connection:
     """Where a command's Memory is (a server, or the embedded store with --local) and whether
@@ -265,4 +287,10 @@ def filter_object(value: str | None) -> MemoryFilter | None:
     try:
         return MemoryFilter.model_validate_json(value)
     except ValidationError as exc:
-        raise MemoryValidationError(f"--filter: {exc.errors()[0]['msg']}") from exc
+        # The field's path, as the API's message gives it: "Extra inputs are not permitted"
+        # alone did not say which key of a nested filter was wrong.
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise MemoryValidationError(
+            f"--filter: {where + ': ' if where else ''}{first['msg']}"
+        ) from exc

@@ -15,6 +15,7 @@ from powercontext.cli import output
 from powercontext.cli.backends import CliMemory
 from powercontext.cli.errors import fail_on_errors
 from powercontext.cli.memory_options import (
+    REQUEST_OPTIONS,
     AsOfRevision,
     Change,
     Citation,
@@ -48,7 +49,7 @@ def revise(
     connection: Connection,
 ) -> None:
     """Write a new version of an entry; the old version stays citable."""
-    with fail_on_errors():
+    with fail_on_errors(REQUEST_OPTIONS):
         request = ReviseMemoryRequest(
             citation=output.parse_citation(citation, scope),
             text=text_argument(text),
@@ -82,7 +83,7 @@ def _change_state(
     connection: Connection,
 ) -> None:
     """Retire or reactivate: a citation and the change's options, nothing else."""
-    with fail_on_errors():
+    with fail_on_errors(REQUEST_OPTIONS):
         request = kind(citation=output.parse_citation(citation, scope), **change.recorded())
 
     def write(memory: CliMemory) -> Awaitable[MemoryWriteResult]:

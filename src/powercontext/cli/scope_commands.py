@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 
 from powercontext.cli import output
 from powercontext.cli.errors import fail_on_errors
@@ -37,5 +38,8 @@ def scopes(
         return
     table = Table("scope", "head", "entries")
     for summary in found:
-        table.add_row(summary.scope_id, str(summary.memory_ref.revision), str(summary.entry_count))
+        # Text: a cell's string is markup, and a scope id such as `team[/]a` is not.
+        table.add_row(
+            Text(summary.scope_id), str(summary.memory_ref.revision), str(summary.entry_count)
+        )
     output.console.print(table)

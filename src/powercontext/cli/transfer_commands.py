@@ -6,7 +6,11 @@ turns it off. Both run against a server (the SDK streams) or the embedded store 
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import secrets
+import stat
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
@@ -14,7 +18,9 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TextIO
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
+from rich.text import Text
 
 from powercontext.cli import output
 from powercontext.cli.errors import fail_on_errors
@@ -56,7 +62,8 @@ def _bar(description: str, *, disable: bool) -> Iterator[Update]:
     def update(**fields: Any) -> None:
         if not tasks:
             progress.start()
-            tasks.append(progress.add_task(description, total=None))
+            # The label is markup: a scope id such as `team[/]a` ended the command.
+            tasks.append(progress.add_task(escape(description), total=None))
         progress.update(tasks[0], **fields)
 
     try:
@@ -78,10 +85,41 @@ def _opened(path: str, mode: Literal["r", "w"]) -> Iterator[TextIO]:
         yield stream
         return
     try:
+        if mode == "w":
+            with _replacing(path) as handle:
+                yield handle
+            return
         with open(path, mode, encoding="utf-8", newline="\n") as handle:
             yield handle
     except OSError as exc:
         raise MemoryValidationError(f"cannot open {path}: {exc.strerror}") from exc
+
+
+@contextmanager
+def _replacing(path: str) -> Iterator[TextIO]:
+    """The file at `path`, written whole or not at all: the lines go to a new file beside it,
+    which replaces it (keeping its mode) once the export is complete. Opened in place, an
+    export that failed (a mistyped scope, a server down) emptied the last good export there.
+    A path that is no regular file (/dev/stdout, a FIFO) is written in place."""
+    target = Path(os.path.realpath(path))  # through a symlink: the link stays
+    existing = target.stat() if target.exists() else None
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        with open(path, "w", encoding="utf-8", newline="\n") as handle:
+            yield handle
+        return
+    if existing is not None and not os.access(target, os.W_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+    temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.part")
+    descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with open(descriptor, "w", encoding="utf-8", newline="\n") as handle:
+            if existing is not None:
+                os.chmod(temp, stat.S_IMODE(existing.st_mode))
+            yield handle
+        os.replace(temp, target)
+    except BaseException:  # typer.Exit too: the failure was reported already
+        temp.unlink(missing_ok=True)
+        raise
 
 
 async def _close(lines: AsyncIterator[str]) -> None:
@@ -124,7 +162,8 @@ def export(
             output.print_json({"scope_id": scope, "entries": count, "output": output_file})
         return
     where = "stdout" if output_file == "-" else output_file
-    output.errors.print(f"exported {counted(count, 'entry')} of {scope} to {where}")
+    done = f"exported {counted(count, 'entry')} of {scope} to {where}"
+    output.errors.print(Text(done), soft_wrap=True)
 
 
 @memory_command
