@@ -7,12 +7,14 @@ an unreachable server, after every retry, with a hint to start one.
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 import httpx
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from powercontext.config.environment import FROM_ENV_FILE, set_variables
 from powercontext.memory.errors import ConfigurationError
 
 DEFAULT_SERVER_URL = "http://127.0.0.1:8000"
@@ -54,11 +56,29 @@ class ClientSettings(BaseSettings):
     retry_backoff_max: float = Field(default=5.0, ge=0, le=120)
 
     def __init__(self, **values: Any) -> None:
+        unknown = _unknown_variables()
         try:
             super().__init__(**values)
         except ValidationError as exc:
-            problems = [
+            problems = unknown + [
                 f"{ENV_PREFIX}{'_'.join(str(p) for p in error['loc']).upper()}: {error['msg']}"
                 for error in exc.errors()
             ]
             raise ConfigurationError("invalid configuration: " + "; ".join(problems)) from exc
+        if unknown:
+            raise ConfigurationError("invalid configuration: " + "; ".join(unknown))
+
+
+def _unknown_variables() -> list[str]:
+    """Each POWERCONTEXT_CLIENT_* variable set that names no setting, as the server's settings
+    treat theirs: a misspelt `..._TIMEOUT_SECONDS` left the client on its default silently."""
+    known = sorted(ENV_PREFIX + name.upper() for name in ClientSettings.model_fields)
+    problems = []
+    for name, (_, origin) in sorted(set_variables(ENV_PREFIX).items()):
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}?" if close else f"the client reads {', '.join(known)}"
+        where = " (in .env)" if origin == FROM_ENV_FILE else ""
+        problems.append(f"{name}{where}: no such setting; {hint}")
+    return problems

@@ -29,17 +29,17 @@ def data_home() -> Path:
     return Path(configured) if configured else Path(platformdirs.user_data_dir("powercontext"))
 
 
-def set_variables() -> dict[str, tuple[str, str]]:
-    """Every POWERCONTEXT_SERVER_* variable set, by its upper-case name: its value and where it
-    was set. As pydantic-settings reads them: names in any case, the environment over `.env`
-    (in the working directory)."""
+def set_variables(prefix: str = ENV_PREFIX) -> dict[str, tuple[str, str]]:
+    """Every variable set whose name starts with `prefix` (POWERCONTEXT_SERVER_ unless given),
+    by its upper-case name: its value and where it was set. As pydantic-settings reads them:
+    names in any case, the environment over `.env` (in the working directory)."""
     found: dict[str, tuple[str, str]] = {}
     if Path(ENV_FILE).is_file():
         for name, value in dotenv_values(ENV_FILE).items():
-            if name.upper().startswith(ENV_PREFIX) and value is not None:
+            if name.upper().startswith(prefix) and value is not None:
                 found[name.upper()] = (value, FROM_ENV_FILE)
     for name, value in os.environ.items():
-        if name.upper().startswith(ENV_PREFIX):
+        if name.upper().startswith(prefix):
             found[name.upper()] = (value, FROM_ENVIRONMENT)
     return found
 
