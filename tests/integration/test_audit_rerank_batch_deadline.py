@@ -28,9 +28,10 @@ async def test_the_searches_of_a_batch_share_one_deadline(tmp_path: Path) -> Non
         await memory.remember_many(
             [RememberMemoryRequest(kind="note", text=f"deploy note {i}") for i in range(5)]
         )
-        request = SearchMemoryRequest(query="deploy", limit=3)
-        alone = await memory.search(request)
-        pages = await memory.search_batch([request] * 6)
+        # Six different searches: a search repeated within a batch is reranked once.
+        requests = [SearchMemoryRequest(query=f"deploy note {i}", limit=3) for i in range(6)]
+        alone = await memory.search(requests[0])
+        pages = await memory.search_batch(requests)
     assert alone.rerank_status == "applied"
     statuses = [page.rerank_status for page in pages]
     # The first pair answers at 0.4 s; the third starts at 0.8 s and would end at 1.2 s, past
