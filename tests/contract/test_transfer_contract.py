@@ -103,8 +103,9 @@ async def test_on_existing_skip_replace_and_fail(store: MemoryStore) -> None:
     await target.import_lines(lines)
     head = (await target.head()) or pytest.fail("no head")
 
-    with pytest.raises(RevisionConflictError, match="exist"):
+    with pytest.raises(RevisionConflictError, match="exist") as refused:
         await target.import_lines(lines)
+    assert "'skip' leaves them out, 'replace'" in str(refused.value)  # the way out
     assert await target.head() == head, "a refused import writes nothing"
 
     skipped = await target.import_lines(lines, on_existing="skip")

@@ -247,7 +247,8 @@ async def add_entries(
         if heads and on_existing == "fail":
             raise RevisionConflictError(
                 f"{len(heads)} entries exist in scope {scope_id!r} already, e.g. "
-                f"{sorted(heads)[0]!r} (on_existing='fail')",
+                f"{sorted(heads)[0]!r} (on_existing='fail'; 'skip' leaves them out, 'replace' "
+                "writes the file's version over them)",
                 expected=None,
                 actual=None,
             )
