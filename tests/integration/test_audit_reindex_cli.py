@@ -38,6 +38,9 @@ from pathlib import Path
 
 # A child that outstays its signal shows the test where each of its threads is.
 faulthandler.register(signal.SIGUSR1, all_threads=True)
+# Ctrl-C as a terminal delivers it: a suite started in the background (`pytest &`, nohup)
+# hands its children SIGINT ignored, and the command rightly keeps a handler it was given.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from powercontext.memory.indexing import rebuild
 
