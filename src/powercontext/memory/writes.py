@@ -234,8 +234,13 @@ async def write_planned(
         await service.threads.rewrite_neighbours(scope_id, index)
         new = list(zip(keys, index.embeddings, strict=True))
         pending = await service.indexer.embed_items(scope_id, new, index.re_embed)
+        # Only versions in a sequence hold a neighbour's words (a thread-less entry of an
+        # ungrouped batch holds none), so only those can need it, and the rest pay no read.
+        grouped = service.config.index.context_group_key is not None
+        sequenced = [k for k, v in zip(keys, news, strict=True) if v.thread or grouped]
         widened = [key for key, _ in (*index.rewrites, *index.re_embed)]
-        await _settle(service, scope_id, revision, [*keys, *widened])
+        if sequenced or widened:
+            await _settle(service, scope_id, revision, [*sequenced, *widened])
     if removed is not None:
         await _close_gaps(service, scope_id, removed())
     stored = await store.fetch_versions(scope_id, keys)
