@@ -277,7 +277,6 @@ class PostgresMemoryStore:
             return
         async with self._connection(f"deleting the vectors of {len(keys)} versions") as conn:
             await erasure.delete_vectors(conn, scope_id, keys, keep_profile)
-        self._forget_hints(scope_id)
 
     async def rewrite_index_tokens(self, scope_id: str, items: Sequence[tuple[int, str]]) -> None:
         if not items:
@@ -368,16 +367,7 @@ class PostgresMemoryStore:
 
     async def erase(self, request: ErasureRequest) -> ErasureResult:
         async with self._connection("erasing entries") as conn:
-            result = await erasure.erase(conn, request)
-        if result.erased:
-            self._forget_hints(request.scope_id)
-        return result
-
-    def _forget_hints(self, scope_id: str) -> None:
-        # These hints assume vectors are never deleted; re-derive them from now on.
-        for hints in (self._embedded_through, self._missing_from):
-            for key in [key for key in hints if key[0] == scope_id]:
-                del hints[key]
+            return await erasure.erase(conn, request)
 
     async def scrub(self, scope_id: str) -> None:
         """Drop the term rows the erased words left at zero once their neighbours were
